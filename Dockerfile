@@ -1,0 +1,28 @@
+# offloader: multi-stage build. confluent-kafka-go links its bundled librdkafka,
+# built against glibc, so the build and runtime stages use the same Debian release.
+# The build flags mirror the Makefile's `build` target.
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN CGO_ENABLED=1 go build -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/offloader ./cmd/offloader
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /var/lib/offloader --create-home offloader
+COPY --from=build /out/offloader /usr/local/bin/offloader
+USER 10001:10001
+WORKDIR /var/lib/offloader
+# Mount the pipeline file here (read-only) and pass secrets as environment variables.
+VOLUME ["/etc/offloader"]
+EXPOSE 9464
+ENTRYPOINT ["/usr/local/bin/offloader"]
+CMD ["run", "-c", "/etc/offloader/pipelines.yaml"]

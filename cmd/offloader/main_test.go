@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/offloader/offloader/config/configtest"
+)
+
+func runCLI(env []string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	c := &cli{stdout: &out, stderr: &errOut, environ: env}
+	code = c.main(args)
+	return code, out.String(), errOut.String()
+}
+
+// TestValidateAcceptsEveryShippedExample: every file in configs/ is a working
+// starting point for users.
+func TestValidateAcceptsEveryShippedExample(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found %d example files in configs/", len(files))
+	}
+	env := []string{"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=http;AccountName=a;AccountKey=aw==;BlobEndpoint=http://127.0.0.1:1/a;"}
+	for _, f := range files {
+		code, stdout, stderr := runCLI(env, "validate", "-c", f)
+		if code != exitOK || !strings.Contains(stdout, ": valid (") {
+			t.Errorf("validate %s: exit %d\n%s%s", f, code, stdout, stderr)
+		}
+	}
+}
+
+// TestValidateRejectsEveryInvalidFile: exit code 2 and every problem listed, one
+// per line, for each bad file of the config test table.
+func TestValidateRejectsEveryInvalidFile(t *testing.T) {
+	for _, tc := range configtest.InvalidExamples(t, "../../config/testdata/invalid") {
+		t.Run(tc.Name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.Env, "validate", "-c", tc.File)
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
+			}
+			if stdout != "" {
+				t.Errorf("stdout should be empty, got %q", stdout)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(tc.Want) > 1 && len(lines) != len(tc.Want)+1 {
+				t.Errorf("stderr has %d lines, want a heading and %d problems:\n%s", len(lines), len(tc.Want), stderr)
+			}
+			for _, want := range tc.Want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestValidatePrintRedactsSecrets: --print shows the effective config without
+// the connection string or passwords it was given.
+func TestValidatePrintRedactsSecrets(t *testing.T) {
+	env := []string{"AZURE_STORAGE_CONNECTION_STRING=AccountKey=topsecretkey", "KAFKA_PASSWORD=hunter2"}
+	code, stdout, stderr := runCLI(env, "validate", "-c", "../../configs/secured-multi.yaml", "--pipeline", "invoices", "--print")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, secret := range []string{"topsecretkey", "hunter2"} {
+		if strings.Contains(stdout, secret) {
+			t.Errorf("--print shows secret %q", secret)
+		}
+	}
+	for _, want := range []string{"sasl.username: offloader", "connection_string: '[redacted]'", "store_budget: 20s", "threshold: 512KiB"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--print lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestUsageErrorsExitTwo: flags and commands that do not exist are usage errors,
+// and --help teaches with exit 0.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, exitUsage, "Commands:"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"validate"}, exitUsage, "-c FILE is required"},
+		{[]string{"validate", "--nope"}, exitUsage, "flag provided but not defined: -nope"},
+		{[]string{"validate", "-c", "x.yaml", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{[]string{"validate", "-c", "/no/such/file.yaml"}, exitUsage, "cannot read /no/such/file.yaml"},
+		{[]string{"validate", "--help"}, exitOK, "Usage: offloader validate -c FILE"},
+		{[]string{"help", "validate"}, exitOK, "--print shows the effective configuration"},
+		{[]string{"help"}, exitOK, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error."},
+		{[]string{"version"}, exitOK, "librdkafka 2."},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runCLI(nil, c.args...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("offloader %v: exit %d, output %q; want exit %d and %q", c.args, code, stdout+stderr, c.code, c.want)
+		}
+	}
+}

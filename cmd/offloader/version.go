@@ -1,0 +1,24 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+func versionCommand() *command {
+	return &command{
+		name:    "version",
+		summary: "print the version, commit and librdkafka version",
+		help:    `Prints offloader's version and commit, the Go version it was built with, and the version of the librdkafka bundled into it.`,
+		run: func(c *cli, args []string) int {
+			if code, ok := c.parse(c.flags(find("version")), args); !ok {
+				return code
+			}
+			_, librdkafka := kafka.LibraryVersion()
+			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), librdkafka)
+			return exitOK
+		},
+	}
+}

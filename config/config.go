@@ -1,0 +1,154 @@
+// Package config loads offloader's YAML pipeline definitions: one file names one
+// or more pipelines, one process runs one of them.
+//
+//	file, err := config.Load("pipelines.yaml", config.Options{Environ: os.Environ()})
+//	if err != nil { ... } // every problem, one per line, each with its path
+//	p, err := file.Select("orders")
+//
+// Loading interpolates ${VAR} and ${VAR:-default} in string values, applies
+// OFFLOADER_-prefixed environment overrides to the chosen pipeline, decodes
+// strictly (unknown keys are errors), fills defaults and checks every rule that
+// crosses fields. All problems come back at once.
+package config
+
+import (
+	"time"
+
+	"github.com/offloader/offloader/settings"
+)
+
+// File is a whole pipeline file.
+type File struct {
+	Pipelines map[string]*Pipeline `key:"pipelines" required:"true"`
+}
+
+// Pipeline is one consume-transform-produce deployment: raw topics in, a slim
+// topic out.
+type Pipeline struct {
+	// Name is the pipeline's key under `pipelines:`.
+	Name          string            `key:"-"`
+	Kafka         Kafka             `key:"kafka" required:"true"`
+	Source        Source            `key:"source" required:"true"`
+	SlimTopic     string            `key:"slim_topic" required:"true"`
+	Partitioning  string            `key:"partitioning"`
+	Commit        Commit            `key:"commit"`
+	Stores        map[string]*Store `key:"stores"`
+	Transforms    []*Step           `key:"transforms"`
+	Errors        Errors            `key:"errors"`
+	Limits        string            `key:"limits"`
+	Observability Observability     `key:"observability"`
+}
+
+// Output partition choices.
+const (
+	// PartitioningPreserve writes each record to the slim topic partition with the
+	// same number as its source partition, keeping per-partition order.
+	PartitioningPreserve = "preserve"
+	// PartitioningKeyHash lets the producer's partitioner pick by key.
+	PartitioningKeyHash = "key_hash"
+)
+
+// What to do with misaligned size limits at start-up.
+const (
+	LimitsEnforce = "enforce"
+	LimitsWarn    = "warn"
+)
+
+// What to do when the payload store stays unavailable past the store budget.
+const (
+	OnStoreOutagePause      = "pause"
+	OnStoreOutageRetryTopic = "retry_topic"
+)
+
+// Kafka is the connection. Consumer and Producer pass librdkafka properties
+// through (security.protocol, sasl.*, ssl.*, fetch sizes, ...), except the few
+// that offloader sets itself for exactly-once processing.
+type Kafka struct {
+	BootstrapServers string            `key:"bootstrap_servers" required:"true"`
+	Consumer         map[string]string `key:"consumer"`
+	Producer         map[string]string `key:"producer"`
+	// TransactionalID must be stable for one instance across restarts and unique
+	// among live instances. Default: offloader-<pipeline>-<hostname>.
+	TransactionalID string `key:"transactional_id"`
+}
+
+// Source names what to consume.
+type Source struct {
+	Topics []string `key:"topics" required:"true"`
+	Group  string   `key:"group" required:"true"`
+}
+
+// Commit sets the transaction cadence: a transaction commits when it holds
+// MaxRecords records, MaxBytes of input, or has been open for Interval, whichever
+// comes first.
+type Commit struct {
+	MaxRecords int           `key:"max_records"`
+	MaxBytes   settings.Size `key:"max_bytes"`
+	Interval   time.Duration `key:"interval"`
+}
+
+// Store is a named payload store. Its settings beyond `type` are decoded into the
+// typed config its backend registered (see package stores).
+type Store struct {
+	Type     string         `key:"type" required:"true"`
+	Settings map[string]any `key:",remain"`
+	// Config is the decoded, validated backend config.
+	Config any
+}
+
+// Step is one transform of the chain. Its settings beyond `type` are decoded into
+// the typed config its transform registered (see package transforms).
+type Step struct {
+	Type     string         `key:"type" required:"true"`
+	Settings map[string]any `key:",remain"`
+	// Config is the decoded, validated transform config.
+	Config any
+}
+
+// Errors is failure handling.
+type Errors struct {
+	// StoreBudget bounds the time spent on one store call, retries included. It
+	// must stay below the consumer's max.poll.interval.ms and the producer's
+	// transaction.timeout.ms.
+	StoreBudget     time.Duration `key:"store_budget"`
+	OnStoreOutage   string        `key:"on_store_outage"`
+	RetryTopics     []RetryTopic  `key:"retry_topics"`
+	DeadLetterTopic string        `key:"dead_letter_topic"`
+}
+
+// RetryTopic is one tier of non-blocking retries.
+type RetryTopic struct {
+	Topic string        `key:"topic" required:"true"`
+	Delay time.Duration `key:"delay" required:"true"`
+}
+
+// Observability is logging and the metrics/health listener.
+type Observability struct {
+	// Listen is the address of /metrics, /healthz and /readyz; empty disables it.
+	Listen    string `key:"listen"`
+	LogFormat string `key:"log_format"`
+	LogLevel  string `key:"log_level"`
+}
+
+// defaults returns a pipeline holding every default; the YAML overwrites them.
+func defaults(name string) *Pipeline {
+	return &Pipeline{
+		Name:         name,
+		Partitioning: PartitioningPreserve,
+		Commit: Commit{
+			MaxRecords: 1000,
+			MaxBytes:   64 * settings.MiB,
+			Interval:   100 * time.Millisecond,
+		},
+		Errors: Errors{
+			StoreBudget:   20 * time.Second,
+			OnStoreOutage: OnStoreOutagePause,
+		},
+		Limits: LimitsEnforce,
+		Observability: Observability{
+			Listen:    "127.0.0.1:9464",
+			LogFormat: "json",
+			LogLevel:  "info",
+		},
+	}
+}

@@ -1,0 +1,303 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/transforms"
+)
+
+// Options tune Load.
+type Options struct {
+	// Pipeline is the pipeline the OFFLOADER_ environment overrides apply to.
+	// Empty means the file's only pipeline.
+	Pipeline string
+	// Environ is the environment as os.Environ returns it: the source of ${VAR}
+	// interpolation and OFFLOADER_ overrides. Nil means no environment.
+	Environ []string
+}
+
+// OverridePrefix starts the environment variables that override settings of the
+// chosen pipeline: OFFLOADER_SLIM_TOPIC, OFFLOADER_KAFKA__BOOTSTRAP_SERVERS,
+// OFFLOADER_KAFKA__CONSUMER__SASL_PASSWORD. Nesting is "__"; inside the librdkafka
+// property maps (kafka.consumer, kafka.producer) a single "_" stands for ".".
+const OverridePrefix = "OFFLOADER_"
+
+// keyDelim is koanf's path delimiter. librdkafka property names contain dots, so
+// the delimiter is a character no YAML key of ours can hold.
+const keyDelim = "\x1f"
+
+// Load reads, interpolates, overrides, decodes and validates a pipeline file. The
+// error, when there is one, is a settings.Problems listing every problem found.
+func Load(path string, opts Options) (*File, error) {
+	k := koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
+	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			return nil, settings.Problems{{Message: fmt.Sprintf("cannot read %s: %v", path, pathErr.Err)}}
+		}
+		return nil, settings.Problems{{Message: fmt.Sprintf("%s is not valid YAML: %v", path, err)}}
+	}
+	env := environ(opts.Environ)
+	var problems settings.Problems
+	if overrides := overridesFrom(env); len(overrides) > 0 {
+		name, err := overrideTarget(k.Raw(), opts.Pipeline)
+		if err != nil {
+			problems.Add("", "%v", err)
+		} else if err := k.Load(confmap.Provider(overrides.tree(name, k.Raw()), ""), nil); err != nil {
+			problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
+		}
+	}
+	raw := k.Raw()
+	interpolate("", raw, env, &problems)
+
+	f := decodeFile(raw, &problems)
+	return f, problems.Err()
+}
+
+func environ(list []string) map[string]string {
+	env := make(map[string]string, len(list))
+	for _, kv := range list {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+var reference = regexp.MustCompile(`\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// interpolate replaces ${VAR} and ${VAR:-default} in every string of the tree.
+// "$${" stands for a literal "${". A missing variable without a default is a
+// problem at the value's path; the value itself is never echoed (it may be
+// half a secret).
+func interpolate(path string, node any, env map[string]string, problems *settings.Problems) any {
+	switch n := node.(type) {
+	case map[string]any:
+		for k, v := range n {
+			n[k] = interpolate(joinPath(path, k), v, env, problems)
+		}
+	case []any:
+		for i, v := range n {
+			n[i] = interpolate(fmt.Sprintf("%s[%d]", path, i), v, env, problems)
+		}
+	case string:
+		return reference.ReplaceAllStringFunc(n, func(ref string) string {
+			if ref == "$${" {
+				return "${"
+			}
+			m := reference.FindStringSubmatch(ref)
+			v, set := env[m[1]]
+			switch {
+			case m[2] != "" && v == "":
+				return m[3]
+			case set:
+				return v
+			}
+			problems.Add(path, "environment variable %s is not set (write ${%s:-default} to give a default)", m[1], m[1])
+			return ""
+		})
+	}
+	return node
+}
+
+// overrides maps the path below a pipeline (segments) to the value.
+type overrides map[string]string
+
+func overridesFrom(env map[string]string) overrides {
+	o := overrides{}
+	for k, v := range env {
+		if strings.HasPrefix(k, OverridePrefix) && len(k) > len(OverridePrefix) {
+			o[k] = v
+		}
+	}
+	return o
+}
+
+func overrideTarget(raw map[string]any, chosen string) (string, error) {
+	pipelines, _ := raw["pipelines"].(map[string]any)
+	if chosen != "" {
+		return chosen, nil
+	}
+	if len(pipelines) == 1 {
+		for name := range pipelines {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%s environment overrides are set but the file defines %d pipelines: choose one with --pipeline", OverridePrefix, len(pipelines))
+}
+
+// tree turns the overrides into a nested map under pipelines.<name>. Where the
+// file holds a list at the path, the value is split at commas.
+func (o overrides) tree(name string, raw map[string]any) map[string]any {
+	root := map[string]any{}
+	vars := make([]string, 0, len(o))
+	for k := range o {
+		vars = append(vars, k)
+	}
+	sort.Strings(vars)
+	for _, envVar := range vars {
+		segs := strings.Split(strings.ToLower(strings.TrimPrefix(envVar, OverridePrefix)), "__")
+		if len(segs) == 3 && segs[0] == "kafka" && (segs[1] == "consumer" || segs[1] == "producer") {
+			segs[2] = strings.ReplaceAll(segs[2], "_", ".")
+		}
+		full := append([]string{"pipelines", name}, segs...)
+		var value any = o[envVar]
+		if _, isList := lookup(raw, full).([]any); isList {
+			var items []any
+			for _, item := range strings.Split(o[envVar], ",") {
+				items = append(items, strings.TrimSpace(item))
+			}
+			value = items
+		}
+		node := root
+		for _, seg := range full[:len(full)-1] {
+			next, ok := node[seg].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				node[seg] = next
+			}
+			node = next
+		}
+		node[full[len(full)-1]] = value
+	}
+	return root
+}
+
+func lookup(node any, path []string) any {
+	for _, seg := range path {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return nil
+		}
+		node = m[seg]
+	}
+	return node
+}
+
+func decodeFile(raw map[string]any, problems *settings.Problems) *File {
+	f := &File{Pipelines: map[string]*Pipeline{}}
+	for k := range raw {
+		if k != "pipelines" {
+			problems.Add(k, "unknown key (the file's top level holds only `pipelines:`)")
+		}
+	}
+	pipelines, ok := raw["pipelines"].(map[string]any)
+	switch {
+	case raw["pipelines"] == nil:
+		problems.Add("pipelines", "required: the file must define at least one pipeline")
+		return f
+	case !ok:
+		problems.Add("pipelines", "must be a mapping of pipeline names to pipelines")
+		return f
+	case len(pipelines) == 0:
+		problems.Add("pipelines", "required: the file must define at least one pipeline")
+		return f
+	}
+	for name, body := range pipelines {
+		path := "pipelines." + name
+		if !validName.MatchString(name) {
+			problems.Add(path, "pipeline names use letters, digits, '.', '_' and '-' (at most 100)")
+		}
+		p := defaults(name)
+		*problems = append(*problems, settings.Decode(path, body, p)...)
+		p.decodeParts(path, problems)
+		p.validate(path, problems)
+		f.Pipelines[name] = p
+	}
+	return f
+}
+
+// decodeParts decodes each store's and step's settings into the typed config its
+// type registered.
+func (p *Pipeline) decodeParts(path string, problems *settings.Problems) {
+	for name, s := range p.Stores {
+		storePath := joinPath(path, "stores."+name)
+		if s == nil {
+			problems.Add(storePath, "must be a mapping with at least `type:`")
+			continue
+		}
+		if s.Type == "" {
+			continue
+		}
+		backend, ok := stores.Backends.Lookup(s.Type)
+		if !ok {
+			problems.Add(storePath+".type", "unknown store type %q (known: %s)", s.Type, strings.Join(stores.Backends.Types(), ", "))
+			continue
+		}
+		s.Config = backend.NewConfig()
+		*problems = append(*problems, settings.Decode(storePath, s.Settings, s.Config)...)
+	}
+	for i, step := range p.Transforms {
+		stepPath := fmt.Sprintf("%s.transforms[%d]", path, i)
+		if step == nil {
+			problems.Add(stepPath, "must be a mapping with at least `type:`")
+			continue
+		}
+		if step.Type == "" {
+			continue
+		}
+		kind, ok := transforms.Kinds.Lookup(step.Type)
+		if !ok {
+			problems.Add(stepPath+".type", "unknown transform type %q (known: %s)", step.Type, strings.Join(transforms.Kinds.Types(), ", "))
+			continue
+		}
+		step.Config = kind.NewConfig()
+		*problems = append(*problems, settings.Decode(stepPath, step.Settings, step.Config)...)
+		if user, ok := step.Config.(transforms.StoreUser); ok && user.StoreName() != "" {
+			if _, defined := p.Stores[user.StoreName()]; !defined {
+				problems.Add(stepPath+".store", "names store %q, which is not defined under %s.stores%s", user.StoreName(), path, definedStores(p.Stores))
+			}
+		}
+	}
+}
+
+func definedStores(m map[string]*Store) string {
+	if len(m) == 0 {
+		return " (none is)"
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return " (defined: " + strings.Join(names, ", ") + ")"
+}
+
+// Select returns the pipeline named name, or the only one when name is empty.
+func (f *File) Select(name string) (*Pipeline, error) {
+	names := make([]string, 0, len(f.Pipelines))
+	for n := range f.Pipelines {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if name == "" {
+		if len(names) == 1 {
+			return f.Pipelines[names[0]], nil
+		}
+		return nil, fmt.Errorf("the file defines %d pipelines (%s): choose one with --pipeline", len(names), strings.Join(names, ", "))
+	}
+	p, ok := f.Pipelines[name]
+	if !ok {
+		return nil, fmt.Errorf("no pipeline %q in the file (defined: %s)", name, strings.Join(names, ", "))
+	}
+	return p, nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

@@ -1,0 +1,211 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/config/configtest"
+	"github.com/offloader/offloader/settings"
+	_ "github.com/offloader/offloader/stores/azblob"
+	"github.com/offloader/offloader/stores/filesystem"
+	"github.com/offloader/offloader/transforms"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pipelines.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const minimal = `
+pipelines:
+  orders:
+    kafka: {bootstrap_servers: "127.0.0.1:19092"}
+    source: {topics: [orders.raw], group: g}
+    slim_topic: orders.slim
+    stores:
+      local: {type: filesystem, root: /tmp/payloads}
+    transforms:
+      - {type: offload, store: local, threshold: 64KiB}
+`
+
+// TestLoadFillsDefaultsAndTypedParts protects the defaults users rely on when a
+// file leaves settings out, and the second-stage decoding of stores and steps.
+func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
+	f, err := config.Load(writeFile(t, minimal), config.Options{})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	p, err := f.Select("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "orders" || p.Partitioning != "preserve" || p.Limits != "enforce" {
+		t.Errorf("name/partitioning/limits = %q/%q/%q", p.Name, p.Partitioning, p.Limits)
+	}
+	if p.Commit.MaxRecords != 1000 || p.Commit.MaxBytes != 64*settings.MiB || p.Commit.Interval != 100*time.Millisecond {
+		t.Errorf("commit defaults = %+v", p.Commit)
+	}
+	if p.Errors.StoreBudget != 20*time.Second || p.Errors.OnStoreOutage != "pause" {
+		t.Errorf("errors defaults = %+v", p.Errors)
+	}
+	fs, ok := p.Stores["local"].Config.(*filesystem.Config)
+	if !ok || fs.Root != "/tmp/payloads" || fs.DirMode != 0o750 {
+		t.Errorf("store config = %#v", p.Stores["local"].Config)
+	}
+	off, ok := p.Transforms[0].Config.(*transforms.OffloadConfig)
+	if !ok || off.Store != "local" || off.Threshold != "64KiB" || off.KeyMode != "source_offset" {
+		t.Errorf("offload config = %#v", p.Transforms[0].Config)
+	}
+}
+
+// TestLoadReportsEveryProblemWithItsPath runs the table of bad files in
+// testdata/invalid: each NAME.yaml must report exactly the problems in
+// NAME.problems (one per line, each a substring of one problem, in path order),
+// all at once, so an operator fixes a file in one go. "# env: K=V" lines at the
+// top of a file set the environment.
+func TestLoadReportsEveryProblemWithItsPath(t *testing.T) {
+	for _, tc := range configtest.InvalidExamples(t, "testdata/invalid") {
+		t.Run(tc.Name, func(t *testing.T) {
+			_, err := config.Load(tc.File, config.Options{Environ: tc.Env})
+			var problems settings.Problems
+			if !errors.As(err, &problems) {
+				t.Fatalf("Load error = %v, want settings.Problems", err)
+			}
+			if len(problems) != len(tc.Want) {
+				t.Errorf("got %d problems, want %d:\n%s", len(problems), len(tc.Want), problems)
+			}
+			for i, want := range tc.Want {
+				if i >= len(problems) || !strings.Contains(problems[i].String(), want) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, problems[i:min(i+1, len(problems))], want)
+				}
+			}
+		})
+	}
+}
+
+// TestEnvironmentInterpolationAndOverrides protects how secrets and per-deployment
+// settings reach a pipeline without editing the file.
+func TestEnvironmentInterpolationAndOverrides(t *testing.T) {
+	file := writeFile(t, `
+pipelines:
+  orders:
+    kafka:
+      bootstrap_servers: ${BOOT:-fallback:9092}
+      consumer: {sasl.password: "${KAFKA_PASSWORD}", literal: "$${NOT_EXPANDED}"}
+    source: {topics: [a], group: g}
+    slim_topic: b
+`)
+	env := []string{
+		"KAFKA_PASSWORD=s3cret",
+		"OFFLOADER_SLIM_TOPIC=b.override",
+		"OFFLOADER_SOURCE__TOPICS=x, y",
+		"OFFLOADER_COMMIT__MAX_RECORDS=50",
+		"OFFLOADER_KAFKA__PRODUCER__LINGER_MS=7",
+	}
+	f, err := config.Load(file, config.Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Pipelines["orders"]
+	checks := map[string][2]any{
+		"default":          {p.Kafka.BootstrapServers, "fallback:9092"},
+		"interpolated":     {p.Kafka.Consumer["sasl.password"], "s3cret"},
+		"escaped":          {p.Kafka.Consumer["literal"], "${NOT_EXPANDED}"},
+		"override":         {p.SlimTopic, "b.override"},
+		"list override":    {strings.Join(p.Source.Topics, "|"), "x|y"},
+		"int override":     {p.Commit.MaxRecords, 50},
+		"librdkafka props": {p.Kafka.Producer["linger.ms"], "7"},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s: got %v, want %v", name, c[0], c[1])
+		}
+	}
+}
+
+// TestEncodeRedactsSecrets: printed or logged configs never show credentials.
+func TestEncodeRedactsSecrets(t *testing.T) {
+	file := writeFile(t, `
+pipelines:
+  orders:
+    kafka:
+      bootstrap_servers: "h:9092"
+      consumer: {sasl.password: hunter2, sasl.username: alice, sasl.jaas.config: "x password=hunter3"}
+    source: {topics: [a], group: g}
+    slim_topic: b
+    stores:
+      blob: {type: azblob, container: c, connection_string: "AccountKey=hunter4"}
+    transforms:
+      - {type: offload, store: blob}
+`)
+	f, err := config.Load(file, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := strings.ReplaceAll(strings.ReplaceAll(
+		strings.TrimSpace(fmtAny(settings.Encode(f.Pipelines["orders"]))), "\n", " "), "  ", " ")
+	for _, secret := range []string{"hunter2", "hunter3", "hunter4"} {
+		if strings.Contains(printed, secret) {
+			t.Errorf("encoded config shows secret %q: %s", secret, printed)
+		}
+	}
+	if !strings.Contains(printed, "alice") || !strings.Contains(printed, settings.Redacted) {
+		t.Errorf("encoded config should show the user name and the redaction marker: %s", printed)
+	}
+}
+
+func fmtAny(v any) string {
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch n := v.(type) {
+		case map[string]any:
+			for k, x := range n {
+				b.WriteString(k + "=")
+				walk(x)
+				b.WriteString(" ")
+			}
+		case []any:
+			for _, x := range n {
+				walk(x)
+			}
+		default:
+			b.WriteString(strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(toString(n), "\n", ""), "\t", "")))
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+func toString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+// TestSelectChoosesOnePipeline: one process runs one pipeline.
+func TestSelectChoosesOnePipeline(t *testing.T) {
+	f, err := config.Load("../configs/secured-multi.yaml", config.Options{Environ: []string{"AZURE_STORAGE_CONNECTION_STRING=x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Select(""); err == nil || !strings.Contains(err.Error(), "choose one with --pipeline") {
+		t.Errorf("Select(\"\") on two pipelines = %v", err)
+	}
+	if _, err := f.Select("nope"); err == nil || !strings.Contains(err.Error(), "defined: invoices, scans") {
+		t.Errorf("Select(nope) = %v", err)
+	}
+	if p, err := f.Select("scans"); err != nil || p.Source.Topics[1] != "scans.backfill" {
+		t.Errorf("Select(scans) = %v, %v", p, err)
+	}
+}

@@ -1,0 +1,225 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/offloader/offloader/settings"
+)
+
+var (
+	// validName is Kafka's rule for topic names, and ours for pipeline names.
+	validName  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	validTopic = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+)
+
+// Properties that offloader sets itself for exactly-once processing: setting them
+// by hand would break it or contradict another setting. The value says where the
+// setting lives instead.
+var (
+	reservedConsumer = map[string]string{
+		"bootstrap.servers":        "set kafka.bootstrap_servers instead",
+		"group.id":                 "set source.group instead",
+		"enable.auto.commit":       "offloader commits offsets inside its transactions; it must stay false",
+		"enable.auto.offset.store": "offloader tracks positions itself; it must stay false",
+		"isolation.level":          "offloader reads only committed records (read_committed) so that aborted input is never copied",
+	}
+	reservedProducer = map[string]string{
+		"bootstrap.servers":  "set kafka.bootstrap_servers instead",
+		"transactional.id":   "set kafka.transactional_id instead",
+		"enable.idempotence": "transactions need the idempotent producer; offloader turns it on",
+	}
+)
+
+// Defaults of librdkafka that the time budget is checked against.
+const (
+	defaultMaxPollInterval    = 300 * time.Second
+	defaultTransactionTimeout = 60 * time.Second
+)
+
+func (p *Pipeline) validate(path string, problems *settings.Problems) {
+	p.validateKafka(path, problems)
+	p.validateTopics(path, problems)
+
+	switch p.Partitioning {
+	case PartitioningPreserve, PartitioningKeyHash:
+	default:
+		problems.Add(path+".partitioning", "must be %q or %q, got %q", PartitioningPreserve, PartitioningKeyHash, p.Partitioning)
+	}
+	switch p.Limits {
+	case LimitsEnforce, LimitsWarn:
+	default:
+		problems.Add(path+".limits", "must be %q or %q, got %q", LimitsEnforce, LimitsWarn, p.Limits)
+	}
+
+	if p.Commit.MaxRecords < 1 {
+		problems.Add(path+".commit.max_records", "must be at least 1, got %d", p.Commit.MaxRecords)
+	}
+	if p.Commit.MaxBytes < settings.KiB {
+		problems.Add(path+".commit.max_bytes", "must be at least 1KiB, got %s", p.Commit.MaxBytes)
+	}
+	if p.Commit.Interval < time.Millisecond {
+		problems.Add(path+".commit.interval", "must be at least 1ms, got %s", p.Commit.Interval)
+	}
+
+	p.validateErrors(path, problems)
+	p.validateTimeBudget(path, problems)
+	p.validateObservability(path, problems)
+}
+
+func (p *Pipeline) validateKafka(path string, problems *settings.Problems) {
+	for _, server := range strings.Split(p.Kafka.BootstrapServers, ",") {
+		if p.Kafka.BootstrapServers == "" {
+			break
+		}
+		if _, port, err := net.SplitHostPort(strings.TrimSpace(server)); err != nil || port == "" {
+			problems.Add(path+".kafka.bootstrap_servers", "%q is not host:port (list several separated by commas)", strings.TrimSpace(server))
+		}
+	}
+	for prop, why := range reservedConsumer {
+		if _, set := p.Kafka.Consumer[prop]; set {
+			problems.Add(path+".kafka.consumer."+prop, "offloader sets this itself: %s", why)
+		}
+	}
+	for prop, why := range reservedProducer {
+		if _, set := p.Kafka.Producer[prop]; set {
+			problems.Add(path+".kafka.producer."+prop, "offloader sets this itself: %s", why)
+		}
+	}
+	for _, side := range []struct {
+		name  string
+		props map[string]string
+	}{{"consumer", p.Kafka.Consumer}, {"producer", p.Kafka.Producer}} {
+		for prop := range side.props {
+			if strings.HasPrefix(prop, "go.") {
+				problems.Add(path+".kafka."+side.name+"."+prop, "the Go client's own go.* properties are set by offloader")
+			}
+		}
+	}
+	if id := p.Kafka.TransactionalID; id != "" && (len(id) > 249 || strings.ContainsAny(id, " \t\n")) {
+		problems.Add(path+".kafka.transactional_id", "must be at most 249 characters without white space")
+	}
+}
+
+func (p *Pipeline) validateTopics(path string, problems *settings.Problems) {
+	// Every topic the pipeline writes must differ from every topic it reads, or
+	// records would loop through the pipeline forever.
+	written := map[string]string{}
+	checkTopic := func(topicPath, topic string) {
+		if topic != "" && !validTopic.MatchString(topic) {
+			problems.Add(topicPath, "%q is not a valid Kafka topic name (letters, digits, '.', '_', '-'; at most 249)", topic)
+		}
+	}
+	checkTopic(path+".slim_topic", p.SlimTopic)
+	if p.SlimTopic != "" {
+		written[p.SlimTopic] = path + ".slim_topic"
+	}
+	for i, rt := range p.Errors.RetryTopics {
+		rtPath := fmt.Sprintf("%s.errors.retry_topics[%d].topic", path, i)
+		checkTopic(rtPath, rt.Topic)
+		if other, dup := written[rt.Topic]; dup && rt.Topic != "" {
+			problems.Add(rtPath, "%q is already used by %s: each output topic has one role", rt.Topic, other)
+		} else if rt.Topic != "" {
+			written[rt.Topic] = rtPath
+		}
+	}
+	if dlt := p.Errors.DeadLetterTopic; dlt != "" {
+		dltPath := path + ".errors.dead_letter_topic"
+		checkTopic(dltPath, dlt)
+		if other, dup := written[dlt]; dup {
+			problems.Add(dltPath, "%q is already used by %s: each output topic has one role", dlt, other)
+		}
+	}
+	seen := map[string]bool{}
+	for i, topic := range p.Source.Topics {
+		topicPath := fmt.Sprintf("%s.source.topics[%d]", path, i)
+		checkTopic(topicPath, topic)
+		if seen[topic] {
+			problems.Add(topicPath, "%q is listed twice", topic)
+		}
+		seen[topic] = true
+		if other, loops := written[topic]; loops {
+			problems.Add(topicPath, "%q is also %s: the pipeline would consume its own output", topic, other)
+		}
+	}
+	if p.Source.Topics != nil && len(p.Source.Topics) == 0 {
+		problems.Add(path+".source.topics", "required: name at least one topic")
+	}
+}
+
+func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
+	e := p.Errors
+	switch e.OnStoreOutage {
+	case OnStoreOutagePause:
+	case OnStoreOutageRetryTopic:
+		if len(e.RetryTopics) == 0 {
+			problems.Add(path+".errors.on_store_outage", "%q needs at least one entry in errors.retry_topics", OnStoreOutageRetryTopic)
+		}
+	default:
+		problems.Add(path+".errors.on_store_outage", "must be %q or %q, got %q", OnStoreOutagePause, OnStoreOutageRetryTopic, e.OnStoreOutage)
+	}
+	if e.StoreBudget < 100*time.Millisecond {
+		problems.Add(path+".errors.store_budget", "must be at least 100ms, got %s", e.StoreBudget)
+	}
+	for i, rt := range e.RetryTopics {
+		if rt.Delay <= 0 && rt.Topic != "" {
+			problems.Add(fmt.Sprintf("%s.errors.retry_topics[%d].delay", path, i), "must be positive, such as 10s")
+		}
+	}
+	if len(e.RetryTopics) > 0 && e.DeadLetterTopic == "" {
+		problems.Add(path+".errors.dead_letter_topic", "required when retry_topics are set: records that fail their last retry go there")
+	}
+}
+
+// validateTimeBudget checks that one store call (retries included) and one
+// commit interval fit in the time Kafka gives a transaction and a poll loop.
+func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) {
+	pollInterval := msProperty(p.Kafka.Consumer, "max.poll.interval.ms", defaultMaxPollInterval, path+".kafka.consumer", problems)
+	txnTimeout := msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, path+".kafka.producer", problems)
+	if budget := p.Errors.StoreBudget; budget > 0 {
+		if budget >= pollInterval/2 {
+			problems.Add(path+".errors.store_budget", "%s must be under half the consumer's max.poll.interval.ms (%s), or a slow store gets the instance evicted from its group; lower store_budget or raise kafka.consumer.max.poll.interval.ms", budget, pollInterval)
+		}
+		if budget+p.Commit.Interval >= txnTimeout/2 {
+			problems.Add(path+".errors.store_budget", "%s plus commit.interval (%s) must be under half the producer's transaction.timeout.ms (%s), or the broker aborts transactions still in progress; lower store_budget or raise kafka.producer.transaction.timeout.ms", budget, p.Commit.Interval, txnTimeout)
+		}
+	}
+}
+
+func msProperty(props map[string]string, name string, def time.Duration, path string, problems *settings.Problems) time.Duration {
+	v, ok := props[name]
+	if !ok {
+		return def
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 {
+		problems.Add(path+"."+name, "must be a positive number of milliseconds, got %q", v)
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func (p *Pipeline) validateObservability(path string, problems *settings.Problems) {
+	o := p.Observability
+	if o.Listen != "" {
+		if _, port, err := net.SplitHostPort(o.Listen); err != nil {
+			problems.Add(path+".observability.listen", "%q is not host:port such as 127.0.0.1:9464 (empty disables the listener)", o.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			problems.Add(path+".observability.listen", "port %q is not a number from 0 to 65535", port)
+		}
+	}
+	switch o.LogFormat {
+	case "json", "console":
+	default:
+		problems.Add(path+".observability.log_format", "must be \"json\" or \"console\", got %q", o.LogFormat)
+	}
+	switch o.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		problems.Add(path+".observability.log_level", "must be debug, info, warn or error, got %q", o.LogLevel)
+	}
+}

@@ -1,0 +1,36 @@
+// Package observability builds offloader's logger and serves its Prometheus
+// metrics and health endpoints.
+package observability
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// NewLogger returns a zap logger writing to stderr: JSON lines (format "json")
+// or human-readable lines ("console"), at level debug, info, warn or error.
+func NewLogger(format, level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: must be debug, info, warn or error", level)
+	}
+	var cfg zap.Config
+	switch format {
+	case "json":
+		cfg = zap.NewProductionConfig()
+		cfg.EncoderConfig.TimeKey = "time"
+		cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	case "console":
+		cfg = zap.NewDevelopmentConfig()
+		cfg.DisableStacktrace = true
+	default:
+		return nil, fmt.Errorf("log format %q: must be json or console", format)
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.Sampling = nil
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.ErrorOutputPaths = []string{"stderr"}
+	return cfg.Build()
+}

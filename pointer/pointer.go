@@ -1,0 +1,144 @@
+// Package pointer is offloader's pointer record format, version 1: the small slim
+// topic record that stands for a payload kept in a store. It is documented in
+// docs/pointer-format.md so that consumers in any language can read it; this
+// package is the reference implementation, with no dependency on a Kafka client.
+//
+// A pointer record carries the headers `large-message: true` and
+// `offloader-pointer: v1`, and its value is a JSON object:
+//
+//	{"v":1,"store":"blob","key":"orders/orders.raw/3/1207","size":4194304,
+//	 "sha256":"9f86d0...","codec":"none","stored_size":4194304}
+package pointer
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+)
+
+// Header names and values that mark a pointer record.
+const (
+	// HeaderLargeMessage is KIP-1159's marker, set to "true" on every pointer record.
+	HeaderLargeMessage = "large-message"
+	// HeaderPointer names the pointer format version, "v1".
+	HeaderPointer = "offloader-pointer"
+	// Version1 is the value of HeaderPointer for this format.
+	Version1 = "v1"
+)
+
+// Codecs a stored payload may be encoded with.
+const CodecNone = "none"
+
+// MaxEncodedSize bounds a pointer's JSON value; a longer value is not a pointer.
+// (A key is at most 1,024 bytes; the rest is well under 1 KiB.)
+const MaxEncodedSize = 4096
+
+// Pointer is the value of a pointer record.
+type Pointer struct {
+	// Store is the name of the store in the pipeline (and consumer) configuration,
+	// never a URL or a path: consumers resolve it through their own configuration.
+	Store string `json:"store"`
+	// Key is the object key inside that store.
+	Key string `json:"key"`
+	// Size is the length of the original value in bytes.
+	Size int64 `json:"size"`
+	// SHA256 is the lowercase hex SHA-256 of the original value.
+	SHA256 string `json:"sha256"`
+	// Codec is how the stored bytes are encoded ("none": stored as is).
+	Codec string `json:"codec"`
+	// StoredSize is the number of bytes in the store.
+	StoredSize int64 `json:"stored_size"`
+}
+
+// wire is the JSON shape, with the version first.
+type wire struct {
+	V          int     `json:"v"`
+	Store      *string `json:"store"`
+	Key        *string `json:"key"`
+	Size       *int64  `json:"size"`
+	SHA256     *string `json:"sha256"`
+	Codec      *string `json:"codec"`
+	StoredSize *int64  `json:"stored_size"`
+}
+
+// Encode returns the pointer's JSON value.
+func (p Pointer) Encode() []byte {
+	b, err := json.Marshal(wire{V: 1, Store: &p.Store, Key: &p.Key, Size: &p.Size, SHA256: &p.SHA256, Codec: &p.Codec, StoredSize: &p.StoredSize})
+	if err != nil {
+		panic("pointer: encoding a struct of strings and integers failed: " + err.Error())
+	}
+	return b
+}
+
+// ErrMalformed is wrapped by every Decode error: the value claims to be a pointer
+// (by its headers) but is not a well-formed v1 pointer.
+var ErrMalformed = errors.New("malformed pointer")
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Decode parses and checks a pointer value: exactly the v1 fields, each of the
+// right type, version 1, a 64-character lowercase hex SHA-256, non-negative sizes.
+// It does not check the key against a store's rules or the codec against the
+// codecs a reader knows; resolvers do that.
+func Decode(value []byte) (Pointer, error) {
+	if len(value) > MaxEncodedSize {
+		return Pointer{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(value), MaxEncodedSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	var w wire
+	if err := dec.Decode(&w); err != nil {
+		return Pointer{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Pointer{}, fmt.Errorf("%w: data after the JSON object", ErrMalformed)
+	}
+	if w.V != 1 {
+		return Pointer{}, fmt.Errorf("%w: version %d, this reader knows version 1", ErrMalformed, w.V)
+	}
+	missing := func(field string) error { return fmt.Errorf("%w: field %q is missing", ErrMalformed, field) }
+	switch {
+	case w.Store == nil:
+		return Pointer{}, missing("store")
+	case w.Key == nil:
+		return Pointer{}, missing("key")
+	case w.Size == nil:
+		return Pointer{}, missing("size")
+	case w.SHA256 == nil:
+		return Pointer{}, missing("sha256")
+	case w.Codec == nil:
+		return Pointer{}, missing("codec")
+	case w.StoredSize == nil:
+		return Pointer{}, missing("stored_size")
+	}
+	p := Pointer{Store: *w.Store, Key: *w.Key, Size: *w.Size, SHA256: *w.SHA256, Codec: *w.Codec, StoredSize: *w.StoredSize}
+	switch {
+	case p.Store == "":
+		return Pointer{}, fmt.Errorf("%w: empty store", ErrMalformed)
+	case p.Key == "":
+		return Pointer{}, fmt.Errorf("%w: empty key", ErrMalformed)
+	case p.Size < 0 || p.StoredSize < 0:
+		return Pointer{}, fmt.Errorf("%w: negative size", ErrMalformed)
+	case !sha256Hex.MatchString(p.SHA256):
+		return Pointer{}, fmt.Errorf("%w: sha256 must be 64 lowercase hex characters", ErrMalformed)
+	case p.Codec == "":
+		return Pointer{}, fmt.Errorf("%w: empty codec", ErrMalformed)
+	case p.Codec == CodecNone && p.StoredSize != p.Size:
+		return Pointer{}, fmt.Errorf("%w: codec none but stored_size %d differs from size %d", ErrMalformed, p.StoredSize, p.Size)
+	}
+	return p, nil
+}
+
+// Digest returns the lowercase hex SHA-256 of a digest, as Pointer.SHA256 holds it.
+func Digest(sum [32]byte) string { return hex.EncodeToString(sum[:]) }
+
+// IsPointer reports whether a record's headers mark it as a v1 pointer record.
+// header returns the value of the last header with the given name.
+func IsPointer(header func(name string) ([]byte, bool)) bool {
+	v, ok := header(HeaderPointer)
+	return ok && string(v) == Version1
+}

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Real local services for offloader's tests and demos: an Apache Kafka 4.x broker
+# (single-node KRaft, jars from Maven Central, run with the machine's Java) and
+# Azurite's blob service (npm). Everything lands in .cache/ (ignored by git).
+#
+#   scripts/services.sh install|start|stop|status|env [kafka|azurite|all]
+#
+# Ports default away from the well-known ones so a developer's own Kafka on 9092
+# or Azurite on 10000 keeps running: DEV_KAFKA_PORT (19092),
+# DEV_KAFKA_CONTROLLER_PORT (19093), DEV_AZURITE_PORT (10100).
+# Versions: DEV_KAFKA_VERSION (4.4.0), DEV_AZURITE_VERSION (3.37.0).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${DEV_CACHE:-$root/.cache}
+run_dir=$cache/run
+
+kafka_version=${DEV_KAFKA_VERSION:-4.4.0}
+# log4j-slf4j-impl binds the broker's slf4j 1.7 API to log4j2; without it the
+# broker logs nothing at all.
+log4j_version=${DEV_LOG4J_VERSION:-2.25.5}
+kafka_port=${DEV_KAFKA_PORT:-19092}
+controller_port=${DEV_KAFKA_CONTROLLER_PORT:-19093}
+kafka_home=$cache/kafka-$kafka_version
+kafka_state=$run_dir/kafka
+
+azurite_version=${DEV_AZURITE_VERSION:-3.37.0}
+azurite_port=${DEV_AZURITE_PORT:-10100}
+azurite_home=$cache/azurite-$azurite_version
+azurite_state=$run_dir/azurite
+
+start_timeout=${DEV_SERVICE_START_TIMEOUT:-120}
+
+log() { echo "services: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+running() { # pidfile
+  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+port_open() { # port
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+stop_pid() { # name pidfile
+  local name=$1 pidfile=$2 pid i
+  if ! running "$pidfile"; then
+    rm -f "$pidfile"
+    log "$name is not running"
+    return 0
+  fi
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 1 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name (pid $pid) did not stop within 30s; killing it"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+  log "$name stopped"
+}
+
+# ---------------------------------------------------------------- Kafka
+
+kafka_install() {
+  if [ -f "$kafka_home/libs/.complete" ]; then return 0; fi
+  command -v mvn >/dev/null || die "mvn not found: Maven is needed to fetch the Kafka broker jars"
+  command -v java >/dev/null || die "java not found: Java 17+ is needed to run the Kafka broker"
+  log "fetching Apache Kafka $kafka_version broker jars with Maven into $kafka_home/libs"
+  mkdir -p "$kafka_home"
+  cat >"$kafka_home/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>offloader.test</groupId>
+  <artifactId>kafka-broker</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$kafka_version</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$log4j_version</version></dependency>
+  </dependencies>
+</project>
+EOF
+  rm -rf "$kafka_home/libs"
+  mvn -B -q -Dstyle.color=never -f "$kafka_home/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$kafka_home/libs" -DincludeScope=runtime ||
+    die "Maven could not resolve org.apache.kafka:kafka_2.13:$kafka_version (set DEV_KAFKA_VERSION to another 4.x release)"
+  touch "$kafka_home/libs/.complete"
+}
+
+# The broker and its tools run from the jar folder with the machine's Java.
+kafka_java=(java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true
+  -Dlog4j2.configurationFile="$kafka_state/log4j2.properties" -cp "$kafka_home/libs/*")
+
+kafka_write_config() {
+  mkdir -p "$kafka_state/data"
+  cat >"$kafka_state/server.properties" <<EOF
+# Written by scripts/services.sh: a single-node KRaft broker for tests.
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$controller_port
+listeners=PLAINTEXT://127.0.0.1:$kafka_port,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$kafka_port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$kafka_state/data
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+# Transactions and consumer groups on one node: replication factor 1 and few
+# partitions for the internal topics, no initial rebalance delay.
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=3
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+delete.topic.enable=true
+log.flush.interval.messages=9223372036854775807
+log.segment.bytes=268435456
+log.retention.check.interval.ms=300000
+EOF
+  cat >"$kafka_state/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $kafka_state/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+EOF
+}
+
+kafka_start() {
+  local pidfile=$kafka_state/pid i
+  if running "$pidfile"; then
+    log "Kafka is already running (pid $(cat "$pidfile")) on 127.0.0.1:$kafka_port"
+    return 0
+  fi
+  if port_open "$kafka_port"; then
+    die "port $kafka_port is already in use by another process; set DEV_KAFKA_PORT to a free port"
+  fi
+  kafka_install
+  rm -rf "$kafka_state"
+  kafka_write_config
+  log "formatting KRaft storage in $kafka_state/data"
+  "${kafka_java[@]}" kafka.tools.StorageTool format --standalone \
+    -t "$("${kafka_java[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)" \
+    -c "$kafka_state/server.properties" >"$kafka_state/format.log" 2>&1 ||
+    { cat "$kafka_state/format.log" >&2; die "formatting Kafka storage failed"; }
+  log "starting Apache Kafka $kafka_version on 127.0.0.1:$kafka_port"
+  nohup "${kafka_java[@]}" kafka.Kafka "$kafka_state/server.properties" >"$kafka_state/stdout.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for i in $(seq 1 $((start_timeout * 2))); do
+    if ! running "$pidfile"; then
+      tail -n 40 "$kafka_state/stdout.log" "$kafka_state/server.log" >&2 2>/dev/null || true
+      die "the Kafka broker exited during start-up (logs above, full logs in $kafka_state)"
+    fi
+    if port_open "$kafka_port" && grep -q "Kafka Server started" "$kafka_state/server.log" 2>/dev/null; then
+      log "Kafka is ready on 127.0.0.1:$kafka_port (pid $(cat "$pidfile"), logs in $kafka_state)"
+      return 0
+    fi
+    sleep 0.5
+  done
+  tail -n 40 "$kafka_state/server.log" >&2 2>/dev/null || true
+  kafka_stop
+  die "Kafka did not become ready within ${start_timeout}s"
+}
+
+kafka_stop() { stop_pid Kafka "$kafka_state/pid"; }
+
+# ---------------------------------------------------------------- Azurite
+
+azurite_install() {
+  if [ -x "$azurite_home/node_modules/.bin/azurite-blob" ]; then return 0; fi
+  command -v npm >/dev/null || die "npm not found: Node.js and npm are needed to install Azurite"
+  log "installing Azurite $azurite_version with npm into $azurite_home"
+  mkdir -p "$azurite_home"
+  npm install --no-audit --no-fund --loglevel=error --prefix "$azurite_home" "azurite@$azurite_version" >&2 ||
+    die "npm could not install azurite@$azurite_version"
+}
+
+azurite_start() {
+  local pidfile=$azurite_state/pid i
+  if running "$pidfile"; then
+    log "Azurite is already running (pid $(cat "$pidfile")) on 127.0.0.1:$azurite_port"
+    return 0
+  fi
+  if port_open "$azurite_port"; then
+    die "port $azurite_port is already in use by another process; set DEV_AZURITE_PORT to a free port"
+  fi
+  azurite_install
+  rm -rf "$azurite_state"
+  mkdir -p "$azurite_state/data"
+  log "starting Azurite $azurite_version (blob service) on 127.0.0.1:$azurite_port"
+  # --skipApiVersionCheck: the Go SDK speaks a newer API version than Azurite knows.
+  nohup "$azurite_home/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azurite_port" \
+    --location "$azurite_state/data" --skipApiVersionCheck --loose --silent \
+    >"$azurite_state/azurite.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for i in $(seq 1 $((start_timeout * 2))); do
+    if ! running "$pidfile"; then
+      tail -n 40 "$azurite_state/azurite.log" >&2 || true
+      die "Azurite exited during start-up (log above)"
+    fi
+    # Any HTTP answer from the blob endpoint means the service is up.
+    if curl -s -o /dev/null -m 2 "http://127.0.0.1:$azurite_port/devstoreaccount1?comp=list"; then
+      log "Azurite is ready on 127.0.0.1:$azurite_port (pid $(cat "$pidfile"))"
+      return 0
+    fi
+    sleep 0.5
+  done
+  azurite_stop
+  die "Azurite did not become ready within ${start_timeout}s"
+}
+
+azurite_stop() { stop_pid Azurite "$azurite_state/pid"; }
+
+# ---------------------------------------------------------------- main
+
+# print_env prints shell exports that point tests and tools at the services.
+print_env() {
+  echo "export TEST_KAFKA_BOOTSTRAP='127.0.0.1:$kafka_port'"
+  # Azurite's well-known development account; not a secret.
+  echo "export TEST_AZURE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$azurite_port/devstoreaccount1;'"
+  echo "export TEST_SERVICES_SCRIPT='$root/scripts/services.sh'"
+}
+
+action=${1:-}
+what=${2:-all}
+case "$what" in kafka | azurite | all) ;; *) die "unknown service '$what' (kafka, azurite or all)" ;; esac
+each() { # action
+  if [ "$what" = kafka ] || [ "$what" = all ]; then "kafka_$1"; fi
+  if [ "$what" = azurite ] || [ "$what" = all ]; then "azurite_$1"; fi
+}
+case "$action" in
+install) each install ;;
+start) each start ;;
+stop) each stop ;;
+status)
+  running "$kafka_state/pid" && echo "kafka: running (pid $(cat "$kafka_state/pid"), 127.0.0.1:$kafka_port)" || echo "kafka: stopped"
+  running "$azurite_state/pid" && echo "azurite: running (pid $(cat "$azurite_state/pid"), 127.0.0.1:$azurite_port)" || echo "azurite: stopped"
+  ;;
+env) print_env ;;
+*)
+  echo "usage: scripts/services.sh install|start|stop|status|env [kafka|azurite|all]" >&2
+  exit 2
+  ;;
+esac

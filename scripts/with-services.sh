@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs a command with the real Kafka broker and Azurite up, then stops what it
+# started, whether the command passed or failed. Services that were already
+# running (scripts/services.sh start) are left running.
+#
+#   scripts/with-services.sh go test ./...
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+services=$here/services.sh
+
+started=()
+for svc in kafka azurite; do
+  if ! "$services" status | grep -q "^$svc: running"; then
+    started+=("$svc")
+  fi
+done
+cleanup() {
+  local svc
+  for svc in "${started[@]}"; do "$services" stop "$svc" || true; done
+}
+trap cleanup EXIT
+for svc in "${started[@]}"; do "$services" start "$svc"; done
+eval "$("$services" env)"
+"$@"

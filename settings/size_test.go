@@ -1,0 +1,32 @@
+package settings
+
+import "testing"
+
+// TestParseSize pins the units operators write in pipeline files.
+func TestParseSize(t *testing.T) {
+	good := map[string]Size{
+		"0": 0, "65536": 65536, "64KiB": 65536, "1MiB": 1 << 20, "1.5MiB": 3 << 19,
+		"2GiB": 2 << 30, "10MB": 10_000_000, "1KB": 1000, "512B": 512, " 8 KiB ": 8192,
+	}
+	for in, want := range good {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1.3B", "KiB", "1TB", "ten", "NaN", "1e400"} {
+		if got, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
+// TestSizeStringRoundTrips: printed sizes read back to the same number of bytes.
+func TestSizeStringRoundTrips(t *testing.T) {
+	for _, s := range []Size{0, 1, 1000, KiB, 3 * KiB, MiB + 1, 64 * MiB, 2 * GiB} {
+		back, err := ParseSize(s.String())
+		if err != nil || back != s {
+			t.Errorf("%d printed as %q reads back as %d (%v)", s, s.String(), back, err)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+// Package azblob stores payloads in Azure Blob Storage as block blobs.
+//
+//	stores:
+//	  blob:
+//	    type: azblob
+//	    connection_string: ${AZURE_STORAGE_CONNECTION_STRING}
+//	    container: payloads
+//	    create_container: true
+//
+// Payloads up to single_put_max go up as one Put Blob request; larger ones are
+// staged in blocks of block_size, `concurrency` at a time, and committed with one
+// Put Block List, so a multi-MiB payload uses several connections at once. Each blob
+// carries the metadata offloader passes (source topic, partition, offset, pipeline).
+package azblob
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
+)
+
+// Config is the YAML of an azblob store.
+type Config struct {
+	// ConnectionString authenticates with the account key or a SAS. Keep it out of
+	// the file: `connection_string: ${AZURE_STORAGE_CONNECTION_STRING}`.
+	ConnectionString string `key:"connection_string" required:"true"`
+	// Container holds the payloads.
+	Container string `key:"container" required:"true"`
+	// CreateContainer creates the container at start-up when it is missing.
+	CreateContainer bool `key:"create_container"`
+	// SinglePutMax is the largest payload sent as one Put Blob request.
+	SinglePutMax settings.Size `key:"single_put_max"`
+	// BlockSize and Concurrency shape the upload of larger payloads.
+	BlockSize   settings.Size `key:"block_size"`
+	Concurrency int           `key:"concurrency"`
+	// MaxRetries and TryTimeout are the SDK's retry policy for each request;
+	// RetryDelay is the first backoff, doubled on each retry.
+	MaxRetries int           `key:"max_retries"`
+	TryTimeout time.Duration `key:"try_timeout"`
+	RetryDelay time.Duration `key:"retry_delay"`
+}
+
+// Block limits of the Blob service.
+const (
+	maxBlockSize     = 4000 * settings.MiB
+	maxSinglePutSize = 5000 * settings.MiB
+	maxBlocks        = 50000
+)
+
+// Validate implements settings.Validator.
+func (c *Config) Validate(path string, problems *settings.Problems) {
+	if c.BlockSize < 64*settings.KiB || c.BlockSize > maxBlockSize {
+		problems.Add(path+".block_size", "must be between 64KiB and 4000MiB, got %s", c.BlockSize)
+	}
+	if c.SinglePutMax < 0 || c.SinglePutMax > maxSinglePutSize {
+		problems.Add(path+".single_put_max", "must be between 0 and 5000MiB, got %s", c.SinglePutMax)
+	}
+	if c.Concurrency < 1 || c.Concurrency > 64 {
+		problems.Add(path+".concurrency", "must be between 1 and 64, got %d", c.Concurrency)
+	}
+	if c.MaxRetries < 0 || c.MaxRetries > 20 {
+		problems.Add(path+".max_retries", "must be between 0 and 20, got %d", c.MaxRetries)
+	}
+	if c.TryTimeout <= 0 {
+		problems.Add(path+".try_timeout", "must be positive, such as 30s")
+	}
+	if c.RetryDelay <= 0 {
+		problems.Add(path+".retry_delay", "must be positive, such as 200ms")
+	}
+}
+
+// DefaultConfig is the configuration before the YAML is applied.
+func DefaultConfig() Config {
+	return Config{
+		SinglePutMax: 8 * settings.MiB,
+		BlockSize:    4 * settings.MiB,
+		Concurrency:  4,
+		MaxRetries:   3,
+		TryTimeout:   30 * time.Second,
+		RetryDelay:   200 * time.Millisecond,
+	}
+}
+
+func init() {
+	stores.Register("azblob", stores.Backend{
+		NewConfig: func() any { c := DefaultConfig(); return &c },
+		Open: func(ctx context.Context, name string, config any) (stores.Store, error) {
+			return Open(ctx, name, *config.(*Config))
+		},
+	})
+}
+
+// Store is an Azure Blob payload store.
+type Store struct {
+	name      string
+	cfg       Config
+	container *container.Client
+}
+
+// Open connects to the account and checks that the container exists, creating it
+// when the config allows.
+func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
+	opts := &sdk.ClientOptions{ClientOptions: policy.ClientOptions{
+		Retry: policy.RetryOptions{
+			MaxRetries:    int32(cfg.MaxRetries),
+			TryTimeout:    cfg.TryTimeout,
+			RetryDelay:    cfg.RetryDelay,
+			MaxRetryDelay: 16 * cfg.RetryDelay,
+		},
+	}}
+	client, err := sdk.NewClientFromConnectionString(cfg.ConnectionString, opts)
+	if err != nil {
+		// The SDK's message may quote the connection string; do not pass it on.
+		return nil, fmt.Errorf("store %q: connection_string is not a valid Azure Storage connection string", name)
+	}
+	s := &Store{name: name, cfg: cfg, container: client.ServiceClient().NewContainerClient(cfg.Container)}
+	if cfg.CreateContainer {
+		_, err := s.container.Create(ctx, nil)
+		if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return nil, s.fail("create container", cfg.Container, err)
+		}
+		return s, nil
+	}
+	if _, err := s.container.GetProperties(ctx, nil); err != nil {
+		if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+			return nil, fmt.Errorf("store %q: container %q does not exist: create it or set create_container: true", name, cfg.Container)
+		}
+		return nil, s.fail("open", cfg.Container, err)
+	}
+	return s, nil
+}
+
+// fail classifies an SDK error: HTTP 408, 429 and 5xx and every transport error
+// (no HTTP response at all: refused connections, resets, timeouts) are retryable.
+func (s *Store) fail(op, key string, err error) error {
+	kind := stores.Retryable
+	var re *azcore.ResponseError
+	switch {
+	case bloberror.HasCode(err, bloberror.BlobNotFound):
+		kind = stores.NotFound
+	case errors.As(err, &re):
+		switch {
+		case re.StatusCode == http.StatusNotFound && !bloberror.HasCode(err, bloberror.ContainerNotFound):
+			kind = stores.NotFound
+		case re.StatusCode == http.StatusRequestTimeout, re.StatusCode == http.StatusTooManyRequests, re.StatusCode >= 500:
+			kind = stores.Retryable
+		default:
+			kind = stores.Permanent
+		}
+	case errors.Is(err, context.Canceled):
+		kind = stores.Permanent
+	}
+	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
+}
+
+func (s *Store) invalid(op, key string, err error) error {
+	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: stores.Permanent, Err: err}
+}
+
+func toMetadata(meta stores.Metadata) map[string]*string {
+	if len(meta) == 0 {
+		return nil
+	}
+	out := make(map[string]*string, len(meta))
+	for k, v := range meta {
+		out[k] = &v
+	}
+	return out
+}
+
+// Put uploads value, replacing an existing blob.
+func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.Metadata) error {
+	if err := stores.ValidateKey(key); err != nil {
+		return s.invalid("put", key, err)
+	}
+	bb := s.container.NewBlockBlobClient(key)
+	if int64(len(value)) <= int64(s.cfg.SinglePutMax) {
+		body := streaming.NopCloser(bytes.NewReader(value))
+		if _, err := bb.Upload(ctx, body, &blockblob.UploadOptions{Metadata: toMetadata(meta)}); err != nil {
+			return s.fail("put", key, err)
+		}
+		return nil
+	}
+	return s.putBlocks(ctx, bb, key, value, meta)
+}
+
+func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string, value []byte, meta stores.Metadata) error {
+	blockSize := int(s.cfg.BlockSize)
+	n := (len(value) + blockSize - 1) / blockSize
+	if n > maxBlocks {
+		return s.invalid("put", key, fmt.Errorf("%d bytes need %d blocks of %s, more than the %d a blob may have: raise block_size", len(value), n, s.cfg.BlockSize, maxBlocks))
+	}
+	ids := make([]string, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Concurrency)
+	for i := range n {
+		// Block IDs of one blob must all have the same length.
+		ids[i] = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "block-%08d", i))
+		chunk := value[i*blockSize : min((i+1)*blockSize, len(value))]
+		g.Go(func() error {
+			_, err := bb.StageBlock(gctx, ids[i], streaming.NopCloser(bytes.NewReader(chunk)), nil)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return s.fail("put", key, err)
+	}
+	if _, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: toMetadata(meta)}); err != nil {
+		return s.fail("put", key, err)
+	}
+	return nil
+}
+
+// Get downloads the whole blob, resuming the body on transient read errors.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := stores.ValidateKey(key); err != nil {
+		return nil, s.invalid("get", key, err)
+	}
+	resp, err := s.container.NewBlobClient(key).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	body := resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: int32(s.cfg.MaxRetries)})
+	defer body.Close()
+	size := int64(0)
+	if resp.ContentLength != nil {
+		size = *resp.ContentLength
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := io.Copy(buf, body); err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Stat reads the blob's properties.
+func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
+	if err := stores.ValidateKey(key); err != nil {
+		return stores.Info{}, s.invalid("stat", key, err)
+	}
+	props, err := s.container.NewBlobClient(key).GetProperties(ctx, nil)
+	if err != nil {
+		return stores.Info{}, s.fail("stat", key, err)
+	}
+	var info stores.Info
+	if props.ContentLength != nil {
+		info.Size = *props.ContentLength
+	}
+	return info, nil
+}
+
+// Delete removes the blob and its snapshots; a missing blob is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := stores.ValidateKey(key); err != nil {
+		return s.invalid("delete", key, err)
+	}
+	include := blob.DeleteSnapshotsOptionTypeInclude
+	_, err := s.container.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: &include})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return s.fail("delete", key, err)
+	}
+	return nil
+}
+
+// Close releases nothing: the SDK's HTTP connections are pooled process-wide.
+func (s *Store) Close() error { return nil }

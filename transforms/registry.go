@@ -1,0 +1,67 @@
+// Package transforms holds the registry of transform types and the built-in
+// transforms. A transform type is one file: its typed config (decoded strictly
+// from the step's YAML, see package settings) and a constructor, registered by
+// name in an init function:
+//
+//	func init() {
+//		transforms.Register("offload", transforms.Kind{
+//			NewConfig: func() any { return &OffloadConfig{Threshold: ...} },
+//			New:       newOffload,
+//		})
+//	}
+package transforms
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
+)
+
+// Deps is what a transform may use from the running pipeline.
+type Deps struct {
+	// Pipeline is the pipeline's name.
+	Pipeline string
+	// Stores are the pipeline's open payload stores by configured name.
+	Stores map[string]stores.Store
+	// SlimTopicLimit is the largest record, in bytes, the slim topic and the
+	// producer both accept (the smaller of the topic's max.message.bytes and the
+	// producer's message size limit); 0 when unknown.
+	SlimTopicLimit int
+	// StoreBudget bounds each store call, retries included.
+	StoreBudget time.Duration
+	Logger      *zap.Logger
+}
+
+// Kind is what a transform type registers.
+type Kind struct {
+	// NewConfig returns a pointer to the type's config struct holding the defaults.
+	NewConfig func() any
+	// New builds the transform from its decoded config.
+	New func(config any, deps Deps) (pipeline.Transform, error)
+}
+
+// StoreUser is implemented by transform configs that name a payload store, so that
+// the config loader can check that the store is defined.
+type StoreUser interface {
+	StoreName() string
+}
+
+// Kinds is the registry of transform types.
+var Kinds settings.Registry[Kind]
+
+// Register makes a transform type available by name; a duplicate name panics.
+func Register(typ string, k Kind) { Kinds.Register(typ, k) }
+
+// New builds a transform of type typ from its decoded config.
+func New(typ string, config any, deps Deps) (pipeline.Transform, error) {
+	k, ok := Kinds.Lookup(typ)
+	if !ok {
+		return nil, fmt.Errorf("unknown transform type %q (known: %v)", typ, Kinds.Types())
+	}
+	return k.New(config, deps)
+}
