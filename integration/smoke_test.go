@@ -3,18 +3,11 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/offloader/offloader/settings"
-	"github.com/offloader/offloader/stores"
-	"github.com/offloader/offloader/stores/azblob"
 )
 
 // TestTopicSizeLimitReadsBack: the size-limit checks read max.message.bytes through
@@ -137,46 +130,5 @@ func TestAbortedTransactionIsInvisibleToReadCommitted(t *testing.T) {
 	}
 	if fmt.Sprint(values) != "[c1 c2 c3]" {
 		t.Fatalf("read_committed saw %v, want [c1 c2 c3]", values)
-	}
-}
-
-// TestAzureBlobRoundTrip: the azblob store against Azurite, with a payload small
-// enough for one Put Blob and one staged in parallel blocks; bytes and SHA-256
-// come back equal, Stat reports the size, a missing blob is ErrNotFound.
-func TestAzureBlobRoundTrip(t *testing.T) {
-	cfg := azblob.DefaultConfig()
-	cfg.ConnectionString = azureConnStr
-	cfg.Container = uniqueName(t, "c")
-	cfg.CreateContainer = true
-	cfg.SinglePutMax = settings.MiB
-	cfg.BlockSize = 256 * settings.KiB
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := azblob.Open(ctx, "blob", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, size := range []int{100 << 10, 5<<20 + 123} {
-		value := make([]byte, size)
-		rand.Read(value)
-		key := fmt.Sprintf("orders/orders.raw/0/%d", size)
-		if err := s.Put(ctx, key, value, stores.Metadata{"source_topic": "orders.raw"}); err != nil {
-			t.Fatalf("Put %d bytes: %v", size, err)
-		}
-		got, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sha256.Sum256(got) != sha256.Sum256(value) {
-			t.Fatalf("%d-byte payload came back as %d bytes with another SHA-256", size, len(got))
-		}
-		info, err := s.Stat(ctx, key)
-		if err != nil || info.Size != int64(size) {
-			t.Fatalf("Stat = %+v, %v; want size %d", info, err, size)
-		}
-	}
-	if _, err := s.Get(ctx, "orders/missing"); !errors.Is(err, stores.ErrNotFound) {
-		t.Errorf("Get of a missing blob = %v, want ErrNotFound", err)
 	}
 }

@@ -46,7 +46,7 @@ type cli struct {
 }
 
 func commands() []*command {
-	return []*command{validateCommand(), versionCommand()}
+	return []*command{runCommand(), validateCommand(), versionCommand()}
 }
 
 func main() {

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/eos"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/transforms"
+)
+
+func runCommand() *command {
+	return &command{
+		name:    "run",
+		summary: "run a pipeline: raw topic -> transforms -> slim topic, exactly once",
+		usage:   "-c FILE [--pipeline NAME]",
+		help: `
+Runs one pipeline of the file until SIGTERM or SIGINT. The instance joins the
+pipeline's consumer group (read_committed), transforms each batch of records,
+offloads values over the threshold to the payload store, and produces the result
+to the slim topic in a Kafka transaction together with the consumed offsets.
+
+Before consuming it checks that the source and slim topics exist (it never creates
+topics), that the slim topic has enough partitions for partitioning: preserve, and
+derives threshold: auto from the slim topic's max.message.bytes and the producer's
+message.max.bytes, logging the figures.
+
+Run several instances with the same file to share the partitions; give each a
+distinct kafka.transactional_id (for example OFFLOADER_KAFKA__TRANSACTIONAL_ID=
+offloader-orders-$HOSTNAME) that stays the same across its restarts.
+
+On SIGTERM/SIGINT it stops polling, commits the batch in hand, leaves the group and
+exits 0. Exit 1: a runtime failure (Kafka unreachable, fenced by another instance
+with the same transactional.id, a record the chain cannot process). Exit 2: a bad
+pipeline file.
+
+If the payload store stays unavailable past errors.store_budget, the pipeline
+pauses: the transaction is not committed, the batch is rewound and retried with
+a growing backoff (up to 30s), /readyz answers 503 and offloader_paused is 1.
+Nothing is skipped.`,
+		run: func(c *cli, args []string) int {
+			fs := c.flags(find("run"))
+			file := fs.String("c", "", "pipeline `FILE` (YAML)")
+			name := fs.String("pipeline", "", "pipeline `NAME`; optional when the file defines one")
+			if code, ok := c.parse(fs, args); !ok {
+				return code
+			}
+			if *file == "" {
+				fmt.Fprintln(c.stderr, "offloader run: -c FILE is required")
+				return exitUsage
+			}
+			f, err := config.Load(*file, config.Options{Pipeline: *name, Environ: c.environ})
+			if err != nil {
+				c.reportConfigError(*file, err)
+				return exitUsage
+			}
+			p, err := f.Select(*name)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "%s: %v\n", *file, err)
+				return exitUsage
+			}
+			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader run: %v\n", err)
+				return exitUsage
+			}
+			defer logger.Sync()
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			if err := runPipeline(ctx, p, logger); err != nil {
+				logger.Error("pipeline failed", zap.Error(err))
+				return exitFailure
+			}
+			logger.Info("pipeline stopped")
+			return exitOK
+		},
+	}
+}
+
+func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) error {
+	logger = logger.With(zap.String("pipeline", p.Name))
+	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
+	metrics := observability.NewMetrics(p.Name)
+	if p.Observability.Listen != "" {
+		addr, err := metrics.Serve(ctx, p.Observability.Listen, 2*time.Minute)
+		if err != nil {
+			return fmt.Errorf("observability.listen %s: %w", p.Observability.Listen, err)
+		}
+		logger.Info("serving /metrics, /healthz and /readyz", zap.String("address", addr.String()))
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	topology, err := eos.Inspect(startCtx, p)
+	if err != nil {
+		return err
+	}
+	logger.Info("topics checked",
+		zap.Any("source_partitions", topology.SourcePartitions),
+		zap.Int("slim_partitions", topology.SlimPartitions),
+		zap.Int("slim_topic_max_message_bytes", topology.SlimTopicMaxMessageBytes),
+		zap.Int("producer_message_max_bytes", topology.ProducerMaxMessageBytes))
+
+	open := map[string]stores.Store{}
+	defer func() {
+		for _, s := range open {
+			s.Close()
+		}
+	}()
+	for name, spec := range p.Stores {
+		s, err := stores.Open(startCtx, name, spec.Type, spec.Config)
+		if err != nil {
+			return err
+		}
+		open[name] = metrics.InstrumentStore(name, s)
+	}
+	deps := transforms.Deps{
+		Pipeline:       p.Name,
+		Stores:         open,
+		SlimTopicLimit: topology.SlimLimit(),
+		StoreBudget:    p.Errors.StoreBudget,
+		Logger:         logger,
+	}
+	var chain pipeline.Chain
+	for i, step := range p.Transforms {
+		t, err := transforms.New(step.Type, step.Config, deps)
+		if err != nil {
+			return fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
+		}
+		chain = append(chain, t)
+	}
+
+	runner, err := eos.New(eos.Options{
+		Pipeline:        p,
+		Chain:           chain,
+		Concurrency:     8,
+		ShutdownTimeout: 30 * time.Second,
+		Logger:          logger,
+		Metrics:         metrics,
+	})
+	if err != nil {
+		return err
+	}
+	err = runner.Run(ctx)
+	if errors.Is(err, eos.ErrFatal) {
+		metrics.SetHealthy(false)
+	}
+	return err
+}

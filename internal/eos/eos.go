@@ -1,0 +1,531 @@
+// Package eos is offloader's exactly-once consume-transform-produce loop on
+// confluent-kafka-go: one read_committed consumer in the pipeline's group and one
+// transactional producer carrying the consumer's group metadata (KIP-447). Each
+// transaction holds one batch of output records plus the consumer positions after
+// that batch, so a record's output and its offset commit together or not at all.
+//
+// One goroutine drives Poll and every transactional call (librdkafka requires it).
+// A batch is collected without a transaction open; it is transformed, then
+// produced and committed in one go. A rebalance (which runs inside Poll) therefore
+// never meets an open transaction: it drops the collected batch, and whoever owns
+// the partitions next resumes from the committed offsets.
+package eos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/stores"
+)
+
+// Defaults for librdkafka properties the user did not set.
+var (
+	consumerDefaults = kafka.ConfigMap{
+		"auto.offset.reset":    "earliest",
+		"max.poll.interval.ms": 300000,
+	}
+	producerDefaults = kafka.ConfigMap{
+		"linger.ms": 5,
+		// librdkafka's default is 1 GiB of C memory; memory should follow the
+		// in-flight data (seed KIP-782), and a batch is bounded by commit.max_bytes.
+		"queue.buffering.max.kbytes": 262144,
+		// Same key -> same partition as the Java clients' default partitioner.
+		"partitioner": "murmur2_random",
+	}
+)
+
+// maxConsecutiveAborts bounds how often one batch may abort for a Kafka error
+// before the instance gives up loudly instead of looping.
+const maxConsecutiveAborts = 5
+
+// Options configure a Runner.
+type Options struct {
+	Pipeline *config.Pipeline
+	// Chain transforms each record; nil output drops it.
+	Chain pipeline.Transform
+	// Concurrency bounds records transformed (and uploaded) at once.
+	Concurrency int
+	// ShutdownTimeout bounds the final commit and leaving the group.
+	ShutdownTimeout time.Duration
+	Logger          *zap.Logger
+	Metrics         *observability.Metrics
+}
+
+// TransactionalID returns the pipeline's transactional.id: the configured one, or
+// offloader-<pipeline>-<hostname>.
+func TransactionalID(p *config.Pipeline) string {
+	if p.Kafka.TransactionalID != "" {
+		return p.Kafka.TransactionalID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "offloader-" + p.Name + "-" + host
+}
+
+// Runner is one instance of a pipeline's loop.
+type Runner struct {
+	opts     Options
+	p        *config.Pipeline
+	log      *zap.Logger
+	m        *observability.Metrics
+	consumer *kafka.Consumer
+	producer *kafka.Producer
+
+	batch      []*kafka.Message
+	batchBytes int
+	batchStart time.Time
+	assigned   []kafka.TopicPartition
+	aborts     int
+	lastLag    time.Time
+}
+
+func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
+	cm := kafka.ConfigMap{}
+	for k, v := range defaults {
+		cm[k] = v
+	}
+	for k, v := range user {
+		cm[k] = v
+	}
+	for k, v := range fixed {
+		cm[k] = v
+	}
+	return &cm
+}
+
+// ProducerConfig is the producer's librdkafka configuration for a pipeline.
+func ProducerConfig(p *config.Pipeline) *kafka.ConfigMap {
+	return configMap(producerDefaults, p.Kafka.Producer, kafka.ConfigMap{
+		"bootstrap.servers":  p.Kafka.BootstrapServers,
+		"transactional.id":   TransactionalID(p),
+		"enable.idempotence": true,
+		// Nothing reads delivery reports: a failed delivery fails the commit.
+		"go.delivery.reports": false,
+	})
+}
+
+// ConsumerConfig is the consumer's librdkafka configuration for a pipeline.
+func ConsumerConfig(p *config.Pipeline) *kafka.ConfigMap {
+	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
+		"bootstrap.servers":        p.Kafka.BootstrapServers,
+		"group.id":                 p.Source.Group,
+		"isolation.level":          "read_committed",
+		"enable.auto.commit":       false,
+		"enable.auto.offset.store": false,
+	})
+}
+
+// New creates the consumer and the transactional producer.
+func New(opts Options) (*Runner, error) {
+	p := opts.Pipeline
+	producer, err := kafka.NewProducer(ProducerConfig(p))
+	if err != nil {
+		return nil, fmt.Errorf("creating the transactional producer: %w", err)
+	}
+	consumer, err := kafka.NewConsumer(ConsumerConfig(p))
+	if err != nil {
+		producer.Close()
+		return nil, fmt.Errorf("creating the consumer: %w", err)
+	}
+	return &Runner{opts: opts, p: p, log: opts.Logger, m: opts.Metrics, consumer: consumer, producer: producer}, nil
+}
+
+// ErrFatal wraps errors after which this instance must stop: it was fenced by
+// another instance with the same transactional.id, the client hit a fatal error,
+// or a batch kept failing.
+var ErrFatal = errors.New("fatal")
+
+// Run consumes until ctx ends or a fatal error. On ctx's end it commits the batch
+// in hand, leaves the group and returns nil.
+func (r *Runner) Run(ctx context.Context) (err error) {
+	defer func() {
+		closeErr := r.close()
+		if err == nil {
+			err = closeErr
+		}
+	}()
+	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = r.producer.InitTransactions(initCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: initialising transactions for transactional.id %q: %v", ErrFatal, TransactionalID(r.p), err)
+	}
+	if err := r.consumer.SubscribeTopics(r.p.Source.Topics, r.rebalance); err != nil {
+		return fmt.Errorf("%w: subscribing to %v: %v", ErrFatal, r.p.Source.Topics, err)
+	}
+	r.log.Info("pipeline running",
+		zap.Strings("source_topics", r.p.Source.Topics), zap.String("group", r.p.Source.Group),
+		zap.String("slim_topic", r.p.SlimTopic), zap.String("transactional_id", TransactionalID(r.p)))
+
+	for ctx.Err() == nil {
+		r.m.Progress()
+		if err := r.pollOnce(); err != nil {
+			return err
+		}
+		if r.batchDue() {
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		}
+		r.updateLag()
+	}
+	r.log.Info("stopping: committing the batch in hand", zap.Int("records", len(r.batch)))
+	final, cancelFinal := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
+	defer cancelFinal()
+	if len(r.batch) > 0 {
+		if err := r.flush(final); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) close() error {
+	r.m.SetReady(false)
+	// Close leaves the group (the revoke callback runs inside it).
+	err := r.consumer.Close()
+	r.producer.Close()
+	if err != nil {
+		return fmt.Errorf("leaving the consumer group: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) pollOnce() error {
+	timeout := 100 * time.Millisecond
+	if len(r.batch) > 0 {
+		timeout = max(time.Millisecond, r.p.Commit.Interval-time.Since(r.batchStart))
+	}
+	switch e := r.consumer.Poll(int(timeout.Milliseconds())).(type) {
+	case *kafka.Message:
+		if e.TopicPartition.Error != nil {
+			r.log.Warn("consume error", zap.Error(e.TopicPartition.Error))
+			return nil
+		}
+		if len(r.batch) == 0 {
+			r.batchStart = time.Now()
+		}
+		r.batch = append(r.batch, e)
+		r.batchBytes += len(e.Key) + len(e.Value)
+		r.m.RecordsIn.Inc()
+	case kafka.Error:
+		if e.IsFatal() {
+			return fmt.Errorf("%w: consumer: %v", ErrFatal, e)
+		}
+		r.log.Warn("consumer error", zap.Error(e))
+	}
+	return nil
+}
+
+func (r *Runner) batchDue() bool {
+	return len(r.batch) > 0 && (len(r.batch) >= r.p.Commit.MaxRecords ||
+		r.batchBytes >= int(r.p.Commit.MaxBytes) ||
+		time.Since(r.batchStart) >= r.p.Commit.Interval)
+}
+
+// rebalance runs inside Poll or Close. No transaction is open then; the batch
+// collected so far is dropped and the consumer resumes from committed offsets.
+func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		r.log.Info("partitions assigned", zap.String("partitions", fmt.Sprint(e.Partitions)))
+		r.assigned = e.Partitions
+		r.m.SetReady(len(e.Partitions) > 0)
+		return c.Assign(e.Partitions)
+	case kafka.RevokedPartitions:
+		r.log.Info("partitions revoked; dropping the uncommitted batch",
+			zap.String("partitions", fmt.Sprint(e.Partitions)), zap.Int("records", len(r.batch)), zap.Bool("lost", c.AssignmentLost()))
+		r.resetBatch()
+		r.assigned = nil
+		r.m.SetReady(false)
+		return c.Unassign()
+	}
+	return nil
+}
+
+func (r *Runner) resetBatch() {
+	r.batch = r.batch[:0]
+	r.batchBytes = 0
+}
+
+// flush transforms the batch and commits its output with the consumer positions
+// in one transaction. After an abort the consumer is rewound to the batch's start.
+func (r *Runner) flush(ctx context.Context) error {
+	records := make([]*pipeline.Record, len(r.batch))
+	for i, m := range r.batch {
+		records[i] = toRecord(m)
+	}
+	out, err := pipeline.ProcessBatch(ctx, r.opts.Chain, records, r.opts.Concurrency)
+	if err != nil {
+		return r.transformFailed(ctx, err)
+	}
+	r.m.Paused.Set(0)
+	if err := r.commit(ctx, records, out); err != nil {
+		var abort *abortError
+		if !errors.As(err, &abort) {
+			return err
+		}
+		r.aborts++
+		r.m.TxnAborts.Inc()
+		r.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.err), zap.Int("consecutive_aborts", r.aborts))
+		if err := r.abort(ctx); err != nil {
+			return err
+		}
+		if err := r.rewind(); err != nil {
+			return err
+		}
+		if r.aborts >= maxConsecutiveAborts {
+			return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %v", ErrFatal, r.aborts, abort.err)
+		}
+		return nil
+	}
+	r.aborts = 0
+	r.resetBatch()
+	return nil
+}
+
+// transformFailed handles a batch the chain failed on. A store that stays
+// unavailable past its budget pauses the pipeline: the batch is rewound and
+// retried after a backoff, so nothing is skipped. Any other failure stops the
+// instance loudly (records it cannot process are not dropped).
+func (r *Runner) transformFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return r.rewind()
+	}
+	if !stores.IsRetryable(err) {
+		return fmt.Errorf("%w: %v", ErrFatal, err)
+	}
+	r.m.Paused.Set(1)
+	r.m.SetReady(false)
+	backoff := min(30*time.Second, time.Duration(1<<min(r.aborts, 5))*time.Second)
+	r.aborts++
+	r.log.Error("payload store unavailable past its budget: pipeline paused, the batch will be retried",
+		zap.Error(err), zap.Duration("retry_in", backoff), zap.Int("attempt", r.aborts))
+	if err := r.rewind(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(backoff):
+	}
+	r.m.SetReady(len(r.assigned) > 0)
+	return nil
+}
+
+// rewind seeks every partition of the batch back to its first record in the batch
+// and drops the batch.
+func (r *Runner) rewind() error {
+	first := map[string]kafka.TopicPartition{}
+	for _, m := range r.batch {
+		k := *m.TopicPartition.Topic + "/" + strconv.Itoa(int(m.TopicPartition.Partition))
+		if _, seen := first[k]; !seen {
+			first[k] = m.TopicPartition
+		}
+	}
+	r.resetBatch()
+	if len(first) == 0 {
+		return nil
+	}
+	tps := make([]kafka.TopicPartition, 0, len(first))
+	for _, tp := range first {
+		tps = append(tps, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: tp.Offset})
+	}
+	res, err := r.consumer.SeekPartitions(tps)
+	if err != nil {
+		return fmt.Errorf("%w: rewinding to the batch start: %v", ErrFatal, err)
+	}
+	for _, tp := range res {
+		if tp.Error != nil {
+			return fmt.Errorf("%w: rewinding %s[%d] to %v: %v", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, tp.Error)
+		}
+	}
+	return nil
+}
+
+type abortError struct{ err error }
+
+func (e *abortError) Error() string { return "transaction must abort: " + e.err.Error() }
+
+// txnCall runs one transactional call with librdkafka's error contract:
+// retriable -> call again; requires abort -> abortError; fatal (fenced included)
+// or anything else -> ErrFatal.
+func (r *Runner) txnCall(ctx context.Context, what string, call func() error) error {
+	backoff := 50 * time.Millisecond
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		var kerr kafka.Error
+		if !errors.As(err, &kerr) {
+			return fmt.Errorf("%w: %s: %v", ErrFatal, what, err)
+		}
+		switch {
+		case kerr.IsFatal():
+			return fmt.Errorf("%w: %s: %v (another instance may use transactional.id %q)", ErrFatal, what, err, TransactionalID(r.p))
+		case kerr.TxnRequiresAbort():
+			return &abortError{err: fmt.Errorf("%s: %w", what, err)}
+		case kerr.IsRetriable() || kerr.IsTimeout():
+			if ctx.Err() != nil {
+				return &abortError{err: fmt.Errorf("%s: %w (shutdown deadline passed)", what, err)}
+			}
+			r.log.Debug("retrying transactional call", zap.String("call", what), zap.Error(err))
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+		default:
+			return fmt.Errorf("%w: %s: %v", ErrFatal, what, err)
+		}
+	}
+}
+
+func (r *Runner) abort(ctx context.Context) error {
+	abortCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := r.txnCall(ctx, "AbortTransaction", func() error { return r.producer.AbortTransaction(abortCtx) })
+	var abort *abortError
+	if errors.As(err, &abort) {
+		return fmt.Errorf("%w: aborting: %v", ErrFatal, abort.err)
+	}
+	return err
+}
+
+func (r *Runner) commit(ctx context.Context, in, out []*pipeline.Record) error {
+	start := time.Now()
+	if err := r.txnCall(ctx, "BeginTransaction", r.producer.BeginTransaction); err != nil {
+		return err
+	}
+	for i, rec := range out {
+		if rec == nil {
+			r.m.RecordsDropped.Inc()
+			continue
+		}
+		if err := r.produce(ctx, rec); err != nil {
+			return err
+		}
+		r.count(in[i], rec)
+	}
+	positions, err := r.consumer.Position(r.assigned)
+	if err != nil {
+		return &abortError{err: fmt.Errorf("reading consumer positions: %w", err)}
+	}
+	offsets := positions[:0]
+	for _, tp := range positions {
+		if tp.Offset >= 0 {
+			offsets = append(offsets, tp)
+		}
+	}
+	meta, err := r.consumer.GetConsumerGroupMetadata()
+	if err != nil {
+		return &abortError{err: fmt.Errorf("reading group metadata: %w", err)}
+	}
+	txnCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := r.txnCall(ctx, "SendOffsetsToTransaction", func() error {
+		return r.producer.SendOffsetsToTransaction(txnCtx, offsets, meta)
+	}); err != nil {
+		return err
+	}
+	if err := r.txnCall(ctx, "CommitTransaction", func() error { return r.producer.CommitTransaction(txnCtx) }); err != nil {
+		return err
+	}
+	r.m.TxnCommits.Inc()
+	r.m.TxnLatency.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func (r *Runner) count(in, out *pipeline.Record) {
+	r.m.RecordsOut.Inc()
+	if pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header) {
+		r.m.Offloaded.Inc()
+		r.m.OffloadedBytes.Add(float64(len(in.Value)))
+		return
+	}
+	r.m.Passthrough.Inc()
+}
+
+func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
+	msg := &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &r.p.SlimTopic, Partition: kafka.PartitionAny},
+		Key:            rec.Key,
+		Value:          rec.Value,
+		Timestamp:      rec.Timestamp,
+	}
+	if r.p.Partitioning == config.PartitioningPreserve {
+		msg.TopicPartition.Partition = rec.Partition
+	}
+	if len(rec.Headers) > 0 {
+		msg.Headers = make([]kafka.Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	for {
+		err := r.producer.Produce(msg, nil)
+		if err == nil {
+			return nil
+		}
+		var kerr kafka.Error
+		if errors.As(err, &kerr) && kerr.Code() == kafka.ErrQueueFull {
+			// The local queue is bounded (queue.buffering.max.kbytes): wait for
+			// deliveries to drain it, then try again.
+			r.producer.Flush(100)
+			if ctx.Err() != nil {
+				return &abortError{err: fmt.Errorf("producing: %w", err)}
+			}
+			continue
+		}
+		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %v",
+			ErrFatal, rec.Topic, rec.Partition, rec.Offset, r.p.SlimTopic, len(rec.Value), err)
+	}
+}
+
+func toRecord(m *kafka.Message) *pipeline.Record {
+	r := &pipeline.Record{
+		Topic:     *m.TopicPartition.Topic,
+		Partition: m.TopicPartition.Partition,
+		Offset:    int64(m.TopicPartition.Offset),
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]pipeline.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
+}
+
+// updateLag refreshes the consumer lag gauge from cached watermarks, every few
+// seconds. (librdkafka's committed-offset statistics go stale under EOS.)
+func (r *Runner) updateLag() {
+	if time.Since(r.lastLag) < 5*time.Second || len(r.assigned) == 0 {
+		return
+	}
+	r.lastLag = time.Now()
+	positions, err := r.consumer.Position(r.assigned)
+	if err != nil {
+		return
+	}
+	for _, tp := range positions {
+		_, high, err := r.consumer.GetWatermarkOffsets(*tp.Topic, tp.Partition)
+		if err != nil || tp.Offset < 0 || high < 0 {
+			continue
+		}
+		r.m.ConsumerLag.WithLabelValues(*tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(high - int64(tp.Offset)))
+	}
+}

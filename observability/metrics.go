@@ -1,0 +1,151 @@
+package observability
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/offloader/offloader/stores"
+)
+
+// Metrics are the pipeline's Prometheus metrics, labelled by pipeline name.
+type Metrics struct {
+	Registry          *prometheus.Registry
+	RecordsIn         prometheus.Counter
+	RecordsOut        prometheus.Counter
+	RecordsDropped    prometheus.Counter
+	Offloaded         prometheus.Counter
+	OffloadedBytes    prometheus.Counter
+	Passthrough       prometheus.Counter
+	StoreLatency      *prometheus.HistogramVec
+	TxnCommits        prometheus.Counter
+	TxnAborts         prometheus.Counter
+	TxnLatency        prometheus.Histogram
+	ConsumerLag       *prometheus.GaugeVec
+	Paused            prometheus.Gauge
+	ready, healthy    atomic.Bool
+	lastProgressNanos atomic.Int64
+}
+
+// NewMetrics registers the metrics of one pipeline.
+func NewMetrics(pipeline string) *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "offloader", Name: name, Help: help, ConstLabels: prometheus.Labels{"pipeline": pipeline}})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &Metrics{
+		Registry:       reg,
+		RecordsIn:      f("records_in_total", "Records consumed from the source topics."),
+		RecordsOut:     f("records_out_total", "Records produced to the slim topic (committed or not)."),
+		RecordsDropped: f("records_dropped_total", "Records the chain filtered out (their offsets are committed)."),
+		Offloaded:      f("offloaded_records_total", "Records whose value went to a payload store."),
+		OffloadedBytes: f("offloaded_bytes_total", "Value bytes moved to a payload store."),
+		Passthrough:    f("passthrough_records_total", "Records produced with their value inline."),
+		TxnCommits:     f("transactions_committed_total", "Kafka transactions committed."),
+		TxnAborts:      f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
+		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "offloader", Name: "store_call_seconds", Help: "Payload store call latency, retries included.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}, []string{"store", "op"}),
+		TxnLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "offloader", Name: "transaction_commit_seconds", Help: "Time to commit a transaction (offsets and records).",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "offloader", Name: "consumer_lag_records", Help: "Records between the committed position and the end of each source partition.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}, []string{"topic", "partition"}),
+		Paused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "offloader", Name: "paused", Help: "1 while the pipeline is paused (payload store unavailable), else 0.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}),
+	}
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused)
+	m.healthy.Store(true)
+	m.Progress()
+	return m
+}
+
+// SetReady marks the pipeline ready (assigned partitions and not paused) or not.
+func (m *Metrics) SetReady(ready bool) { m.ready.Store(ready) }
+
+// SetHealthy marks the process unhealthy after a fatal error.
+func (m *Metrics) SetHealthy(healthy bool) { m.healthy.Store(healthy) }
+
+// Progress records that the run loop went round; /healthz fails when it stalls.
+func (m *Metrics) Progress() { m.lastProgressNanos.Store(time.Now().UnixNano()) }
+
+// Serve answers /metrics, /healthz and /readyz on addr until ctx ends. It returns
+// once the listener is bound, or with the bind error.
+func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Duration) (net.Addr, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		stalled := time.Since(time.Unix(0, m.lastProgressNanos.Load())) > stallAfter
+		if !m.healthy.Load() || stalled {
+			http.Error(w, "unhealthy: the run loop failed or stalled", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !m.ready.Load() {
+			http.Error(w, "not ready: no partitions assigned, or paused", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.SetHealthy(false)
+		}
+	}()
+	return ln.Addr(), nil
+}
+
+// InstrumentStore wraps a payload store so that every call's latency lands in
+// StoreLatency; the stores themselves stay free of metrics code.
+func (m *Metrics) InstrumentStore(name string, s stores.Store) stores.Store {
+	return &instrumentedStore{Store: s, name: name, latency: m.StoreLatency}
+}
+
+type instrumentedStore struct {
+	stores.Store
+	name    string
+	latency *prometheus.HistogramVec
+}
+
+func (s *instrumentedStore) observe(op string, start time.Time) {
+	s.latency.WithLabelValues(s.name, op).Observe(time.Since(start).Seconds())
+}
+
+func (s *instrumentedStore) Put(ctx context.Context, key string, value []byte, meta stores.Metadata) error {
+	defer s.observe("put", time.Now())
+	return s.Store.Put(ctx, key, value, meta)
+}
+
+func (s *instrumentedStore) Get(ctx context.Context, key string) ([]byte, error) {
+	defer s.observe("get", time.Now())
+	return s.Store.Get(ctx, key)
+}

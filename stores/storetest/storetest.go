@@ -1,0 +1,124 @@
+// Package storetest is the conformance suite every payload store passes:
+//
+//	func TestConformance(t *testing.T) { storetest.Run(t, openMyStore(t)) }
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/stores"
+)
+
+// Run checks the Store contract: round trips of empty, small and multi-MiB values,
+// overwrite, Stat, not-found classification, idempotent Delete, refused keys, and
+// concurrent use.
+func Run(t *testing.T, s stores.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	prefix := fmt.Sprintf("conformance/%d", time.Now().UnixNano())
+
+	t.Run("RoundTripKeepsBytes", func(t *testing.T) {
+		for _, size := range []int{0, 1, 64 << 10, 9<<20 + 7} {
+			value := make([]byte, size)
+			rand.Read(value)
+			key := fmt.Sprintf("%s/rt/%d", prefix, size)
+			if err := s.Put(ctx, key, value, stores.Metadata{"source_topic": "t", "source_offset": "1"}); err != nil {
+				t.Fatalf("Put %d bytes: %v", size, err)
+			}
+			got, err := s.Get(ctx, key)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if sha256.Sum256(got) != sha256.Sum256(value) || len(got) != size {
+				t.Fatalf("%d bytes stored, %d different bytes read back", size, len(got))
+			}
+			info, err := s.Stat(ctx, key)
+			if err != nil || info.Size != int64(size) {
+				t.Fatalf("Stat = %+v, %v; want size %d", info, err, size)
+			}
+		}
+	})
+
+	t.Run("PutOverwrites", func(t *testing.T) {
+		key := prefix + "/overwrite/0"
+		for _, v := range []string{"first version, longer", "second"} {
+			if err := s.Put(ctx, key, []byte(v), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := s.Get(ctx, key); err != nil || string(got) != "second" {
+			t.Fatalf("Get after overwrite = %q, %v", got, err)
+		}
+	})
+
+	t.Run("MissingIsNotFound", func(t *testing.T) {
+		_, err := s.Get(ctx, prefix+"/missing")
+		if !errors.Is(err, stores.ErrNotFound) || stores.KindOf(err) != stores.NotFound {
+			t.Errorf("Get missing = %v (kind %v), want ErrNotFound", err, stores.KindOf(err))
+		}
+		if _, err := s.Stat(ctx, prefix+"/missing"); !errors.Is(err, stores.ErrNotFound) {
+			t.Errorf("Stat missing = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("DeleteIsIdempotent", func(t *testing.T) {
+		key := prefix + "/delete/0"
+		if err := s.Put(ctx, key, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := s.Delete(ctx, key); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+		}
+		if _, err := s.Get(ctx, key); !errors.Is(err, stores.ErrNotFound) {
+			t.Errorf("Get after Delete = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("RefusesEscapingKeys", func(t *testing.T) {
+		for _, key := range []string{"", "/etc/passwd", "../outside", "a/../../b", "a//b", "a/./b", "a\\b", "a\x00b"} {
+			err := s.Put(ctx, key, []byte("x"), nil)
+			if !errors.Is(err, stores.ErrInvalidKey) || stores.KindOf(err) != stores.Permanent {
+				t.Errorf("Put(%q) = %v, want a permanent ErrInvalidKey", key, err)
+			}
+			if _, err := s.Get(ctx, key); !errors.Is(err, stores.ErrInvalidKey) {
+				t.Errorf("Get(%q) = %v, want ErrInvalidKey", key, err)
+			}
+		}
+	})
+
+	t.Run("ConcurrentPuts", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("%s/concurrent/%d", prefix, i)
+				value := bytes.Repeat([]byte{byte(i)}, 100_000+i)
+				if err := s.Put(ctx, key, value, nil); err != nil {
+					errs <- err
+					return
+				}
+				got, err := s.Get(ctx, key)
+				if err != nil || !bytes.Equal(got, value) {
+					errs <- fmt.Errorf("key %s: read back %d bytes, %v", key, len(got), err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
