@@ -42,8 +42,8 @@ port_open() { # port
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-stop_pid() { # name pidfile
-  local name=$1 pidfile=$2 pid i
+stop_pid() { # name pidfile grace-seconds
+  local name=$1 pidfile=$2 grace=$3 pid i
   if ! running "$pidfile"; then
     rm -f "$pidfile"
     log "$name is not running"
@@ -51,12 +51,12 @@ stop_pid() { # name pidfile
   fi
   pid=$(cat "$pidfile")
   kill "$pid" 2>/dev/null || true
-  for i in $(seq 1 60); do
+  for i in $(seq 1 $((grace * 4))); do
     kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
+    sleep 0.25
   done
   if kill -0 "$pid" 2>/dev/null; then
-    log "$name (pid $pid) did not stop within 30s; killing it"
+    log "$name (pid $pid) did not stop within ${grace}s; killing it"
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$pidfile"
@@ -179,7 +179,7 @@ kafka_start() {
   die "Kafka did not become ready within ${start_timeout}s"
 }
 
-kafka_stop() { stop_pid Kafka "$kafka_state/pid"; }
+kafka_stop() { stop_pid Kafka "$kafka_state/pid" 30; }
 
 # ---------------------------------------------------------------- Azurite
 
@@ -226,7 +226,9 @@ azurite_start() {
   die "Azurite did not become ready within ${start_timeout}s"
 }
 
-azurite_stop() { stop_pid Azurite "$azurite_state/pid"; }
+# Azurite waits for idle keep-alive connections before it exits; its test data
+# is disposable, so it gets a short grace period.
+azurite_stop() { stop_pid Azurite "$azurite_state/pid" 3; }
 
 # ---------------------------------------------------------------- main
 

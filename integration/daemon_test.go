@@ -1,0 +1,397 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/stores/azblob"
+	"github.com/offloader/offloader/stores/filesystem"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// offloaderBinary builds cmd/offloader once per test run: the daemon runs as a
+// real process so that tests can kill -9 it.
+func offloaderBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "offloader-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "offloader")
+		out, err := exec.Command("go", "build", "-o", binary, "../cmd/offloader").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// daemon is one running `offloader run` process.
+type daemon struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func startDaemon(t *testing.T, configFile string, env ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(offloaderBinary(t), "run", "-c", configFile)
+	d := &daemon{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout = lockedWriter{d.mu, d.log}
+	cmd.Stderr = lockedWriter{d.mu, d.log}
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.output())
+		}
+	})
+	return d
+}
+
+func (d *daemon) output() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (d *daemon) stop(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case <-done:
+		return d.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		d.cmd.Process.Kill()
+		<-done
+		t.Fatalf("daemon did not exit within %s of SIGTERM", timeout)
+		return -1
+	}
+}
+
+func (d *daemon) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.cmd.Wait()
+}
+
+// pipelineFile writes a one-pipeline config file.
+func pipelineFile(t *testing.T, name, source, slim, group, storeYAML string, extra string) string {
+	t.Helper()
+	body := fmt.Sprintf(`
+pipelines:
+  %s:
+    kafka:
+      bootstrap_servers: %q
+      consumer: {session.timeout.ms: 10000}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {max_records: 200, interval: 50ms}
+    stores:
+%s
+    transforms:
+      - {type: offload, store: payloads, threshold: 64KiB}
+    observability: {listen: "", log_format: console, log_level: info}
+%s`, name, bootstrap, source, group, slim, storeYAML, extra)
+	path := filepath.Join(t.TempDir(), "pipelines.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sourceRecord is what the tests produce to the raw topic.
+type sourceRecord struct {
+	partition int32
+	key       []byte
+	value     []byte // nil: tombstone
+	headers   []kafka.Header
+}
+
+func produceRecords(t *testing.T, topic string, recs []sourceRecord) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "enable.idempotence": true,
+		"message.max.bytes": 16 << 20, "linger.ms": 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	go func() {
+		for range p.Events() {
+		}
+	}()
+	for _, r := range recs {
+		if err := p.Produce(&kafka.Message{
+			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: r.partition},
+			Key:            r.key, Value: r.value, Headers: r.headers,
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := p.Flush(60000); left != 0 {
+		t.Fatalf("%d records not delivered to %s", left, topic)
+	}
+}
+
+// resolve returns a slim record's original value: the value itself, or for a
+// pointer the stored bytes after checking size and SHA-256.
+func resolve(t *testing.T, s stores.Store, m *kafka.Message) []byte {
+	t.Helper()
+	isPtr := false
+	for _, h := range m.Headers {
+		if h.Key == pointer.HeaderPointer && string(h.Value) == pointer.Version1 {
+			isPtr = true
+		}
+	}
+	if !isPtr {
+		return m.Value
+	}
+	p, err := pointer.Decode(m.Value)
+	if err != nil {
+		t.Fatalf("offset %d: %v", m.TopicPartition.Offset, err)
+	}
+	got, err := s.Get(context.Background(), p.Key)
+	if err != nil {
+		t.Fatalf("offset %d: get %s: %v", m.TopicPartition.Offset, p.Key, err)
+	}
+	if int64(len(got)) != p.Size || pointer.Digest(sha256.Sum256(got)) != p.SHA256 {
+		t.Fatalf("offset %d: stored %d bytes do not match the pointer (size %d, sha256 %s)", m.TopicPartition.Offset, len(got), p.Size, p.SHA256)
+	}
+	return got
+}
+
+func headerValue(hs []kafka.Header, key string) (string, bool) {
+	for _, h := range hs {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+func mixedRecords(partitions int) []sourceRecord {
+	const threshold = 64 << 10
+	sizes := []int{0, 10, 1000, threshold - 200, threshold - 80, threshold + 1, threshold * 2, 3 << 20}
+	var recs []sourceRecord
+	for i := range 60 {
+		r := sourceRecord{partition: int32(i % partitions), key: fmt.Appendf(nil, "key-%d", i)}
+		switch {
+		case i%11 == 5:
+			r.value = nil // tombstone
+		default:
+			size := sizes[i%len(sizes)]
+			r.value = bytes.Repeat([]byte{byte('a' + i%26)}, size)
+			copy(r.value, fmt.Sprintf("record-%d", i))
+		}
+		if i%3 == 0 {
+			r.headers = []kafka.Header{{Key: "trace-id", Value: fmt.Appendf(nil, "t-%d", i)}, {Key: "empty", Value: nil}}
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// TestPipelineCopiesEveryRecordOnceInOrder: mixed sizes (tiny, just under and just
+// over the threshold, several MiB, tombstones, headers) through the daemon to
+// Azurite: the slim topic holds exactly the source records in per-partition
+// order, keys and headers kept, pointers resolving to the original bytes.
+func TestPipelineCopiesEveryRecordOnceInOrder(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 3, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 3, nil)
+	container := uniqueName(t, "c")
+	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
+	cfg := pipelineFile(t, "mixed", raw, slim, uniqueName(t, "g"), storeYAML, "")
+
+	recs := mixedRecords(3)
+	produceRecords(t, raw, recs)
+	d := startDaemon(t, cfg)
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d after SIGTERM, want 0", code)
+	}
+	if len(got) != len(recs) {
+		t.Fatalf("slim topic holds %d records, want %d", len(got), len(recs))
+	}
+	cfgStore := azblob.DefaultConfig()
+	cfgStore.ConnectionString, cfgStore.Container = azureConnStr, container
+	store, err := azblob.Open(context.Background(), "payloads", cfgStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per partition, slim records must appear in source order.
+	want := map[int32][]sourceRecord{}
+	for _, r := range recs {
+		want[r.partition] = append(want[r.partition], r)
+	}
+	next := map[int32]int{}
+	offloaded := 0
+	for _, m := range got {
+		part := m.TopicPartition.Partition
+		w := want[part][next[part]]
+		next[part]++
+		if !bytes.Equal(m.Key, w.key) {
+			t.Fatalf("partition %d record %d: key %q, want %q", part, next[part]-1, m.Key, w.key)
+		}
+		if w.value == nil {
+			if m.Value != nil {
+				t.Errorf("key %s: tombstone became a %d-byte value", w.key, len(m.Value))
+			}
+			continue
+		}
+		if _, ok := headerValue(m.Headers, pointer.HeaderPointer); ok {
+			offloaded++
+			if v, _ := headerValue(m.Headers, pointer.HeaderLargeMessage); v != "true" {
+				t.Errorf("key %s: pointer without large-message: true", w.key)
+			}
+		}
+		value := resolve(t, store, m)
+		if sha256.Sum256(value) != sha256.Sum256(w.value) {
+			t.Fatalf("key %s: resolved %d bytes differ from the %d produced", w.key, len(value), len(w.value))
+		}
+		for _, h := range w.headers {
+			if v, ok := headerValue(m.Headers, h.Key); !ok || v != string(h.Value) {
+				t.Errorf("key %s: header %s = %q, %v; want %q", w.key, h.Key, v, ok, h.Value)
+			}
+		}
+	}
+	// Values of threshold+1 and more, plus those just under whose framing crosses it.
+	if offloaded < 20 || offloaded > 35 {
+		t.Errorf("%d records offloaded; the sizes make 20 to 35 of them oversize", offloaded)
+	}
+}
+
+// waitForObjects waits until a filesystem store's root holds at least n objects.
+func waitForObjects(t *testing.T, root string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		count := 0
+		filepath.WalkDir(root, func(_ string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && !strings.HasPrefix(e.Name(), ".put-") {
+				count++
+			}
+			return nil
+		})
+		if count >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the store never held %d objects", n)
+}
+
+// TestKillNineLosesAndDuplicatesNothing: kill -9 the daemon repeatedly while it
+// works and restart it; the slim topic still holds each source record exactly once.
+func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 2, nil)
+	root := t.TempDir()
+	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
+	cfg := pipelineFile(t, "crash", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
+
+	var recs []sourceRecord
+	for i := range 10000 {
+		size := 2000
+		if i%10 == 0 {
+			size = 100 << 10
+		}
+		recs = append(recs, sourceRecord{partition: int32(i % 2), key: fmt.Appendf(nil, "%d", i), value: bytes.Repeat([]byte{byte(i)}, size)})
+	}
+	produceRecords(t, raw, recs)
+
+	// Kill when the store shows progress (every 10th record is offloaded), at a
+	// different point each round, so that each kill lands mid-work.
+	for round := range 4 {
+		d := startDaemon(t, cfg, txid)
+		waitForObjects(t, root, 150*(round+1))
+		time.Sleep(time.Duration(round*37) * time.Millisecond)
+		d.kill9()
+		if round == 0 {
+			// The first kill must land mid-work, or the test proves nothing.
+			if n := len(consumeAll(t, slim, len(recs), 3*time.Second)); n == len(recs) {
+				t.Fatalf("all %d records were done before the first kill -9; make the workload larger", n)
+			} else {
+				t.Logf("after the first kill -9 the slim topic holds %d of %d records", n, len(recs))
+			}
+		}
+	}
+	d := startDaemon(t, cfg, txid)
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("final daemon exit code %d, want 0", code)
+	}
+	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[string(m.Key)]++
+		i := 0
+		fmt.Sscan(string(m.Key), &i)
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %s resolved to %d different bytes", m.Key, len(v))
+		}
+	}
+	var dups, missing []string
+	for i := range recs {
+		switch n := seen[fmt.Sprint(i)]; {
+		case n == 0:
+			missing = append(missing, fmt.Sprint(i))
+		case n > 1:
+			dups = append(dups, fmt.Sprint(i))
+		}
+	}
+	if len(got) != len(recs) || len(dups) > 0 || len(missing) > 0 {
+		t.Fatalf("slim topic holds %d records for %d sources; %d duplicated (%s), %d missing (%s)",
+			len(got), len(recs), len(dups), strings.Join(dups[:min(5, len(dups))], ","), len(missing), strings.Join(missing[:min(5, len(missing))], ","))
+	}
+}

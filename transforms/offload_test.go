@@ -1,0 +1,149 @@
+package transforms
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/stores"
+)
+
+// memStore is an in-memory Store whose Put fails with a retryable error the first
+// failPuts times.
+type memStore struct {
+	mu       sync.Mutex
+	objects  map[string][]byte
+	failPuts int
+	puts     int
+}
+
+func (m *memStore) Put(_ context.Context, key string, value []byte, _ stores.Metadata) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.puts++
+	if m.failPuts > 0 {
+		m.failPuts--
+		return &stores.Error{Store: "mem", Op: "put", Key: key, Kind: stores.Retryable, Err: errors.New("503")}
+	}
+	m.objects[key] = append([]byte(nil), value...)
+	return nil
+}
+
+func (m *memStore) Get(_ context.Context, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.objects[key]
+	if !ok {
+		return nil, stores.ErrNotFound
+	}
+	return v, nil
+}
+
+func (m *memStore) Stat(context.Context, string) (stores.Info, error) { return stores.Info{}, nil }
+func (m *memStore) Delete(context.Context, string) error              { return nil }
+func (m *memStore) Close() error                                      { return nil }
+
+func newTestOffload(t *testing.T, store *memStore, threshold string, budget time.Duration) *Offload {
+	t.Helper()
+	o, err := NewOffload(OffloadConfig{Store: "mem", Threshold: threshold, KeyMode: KeyBySourceOffset},
+		Deps{Pipeline: "orders", Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588, StoreBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestOffloadReplacesOnlyOversizeValues: over the threshold -> pointer with the
+// documented headers and a stored copy; at or under, tombstones, and existing
+// pointers -> the very same record.
+func TestOffloadReplacesOnlyOversizeValues(t *testing.T) {
+	store := &memStore{objects: map[string][]byte{}}
+	o := newTestOffload(t, store, "2KiB", time.Second)
+	ctx := context.Background()
+	hdrs := []pipeline.Header{{Key: "trace", Value: []byte("t1")}}
+	big := &pipeline.Record{Topic: "orders.raw", Partition: 3, Offset: 1207, Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 4096), Headers: hdrs, Timestamp: time.Unix(1700000000, 0)}
+	out, err := o.Apply(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(big.Headers) != 1 || len(big.Value) != 4096 {
+		t.Fatal("Apply changed its input")
+	}
+	p, err := pointer.Decode(out.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pointer.Pointer{Store: "mem", Key: "orders/orders.raw/3/1207", Size: 4096, SHA256: pointer.Digest(sha256.Sum256(big.Value)), Codec: "none", StoredSize: 4096}
+	if p != want {
+		t.Errorf("pointer = %+v\nwant      %+v", p, want)
+	}
+	if !bytes.Equal(store.objects[p.Key], big.Value) {
+		t.Error("stored object differs from the value")
+	}
+	if v, _ := out.Header("trace"); string(v) != "t1" || !out.HasHeader(pointer.HeaderLargeMessage, []byte("true")) || !pointer.IsPointer(out.Header) {
+		t.Errorf("headers = %+v", out.Headers)
+	}
+	if string(out.Key) != "k" || !out.Timestamp.Equal(big.Timestamp) {
+		t.Error("key or timestamp not kept")
+	}
+
+	// Estimated size exactly at the threshold stays inline.
+	atThreshold := &pipeline.Record{Key: []byte("k"), Value: []byte{}}
+	for pipeline.EstimateRecordSize(atThreshold) < 2048 {
+		atThreshold.Value = append(atThreshold.Value, 'x')
+	}
+	if n := pipeline.EstimateRecordSize(atThreshold); n != 2048 {
+		t.Fatalf("test record estimates to %d", n)
+	}
+	for name, r := range map[string]*pipeline.Record{
+		"at threshold":    atThreshold,
+		"tombstone":       {Key: []byte("k"), Value: nil},
+		"already pointer": out,
+		"small with hdrs": {Value: []byte("small"), Headers: hdrs},
+	} {
+		got, err := o.Apply(ctx, r)
+		if err != nil || got != r {
+			t.Errorf("%s: Apply returned %p, %v; want the same record", name, got, err)
+		}
+	}
+	if store.puts != 1 {
+		t.Errorf("%d puts, want 1", store.puts)
+	}
+}
+
+// TestOffloadRetriesTransientStoreErrorsWithinBudget: a store that fails twice
+// then answers costs retries, not records; one that never answers returns a
+// retryable error once the budget is spent.
+func TestOffloadRetriesTransientStoreErrorsWithinBudget(t *testing.T) {
+	r := &pipeline.Record{Topic: "t", Value: bytes.Repeat([]byte("x"), 4096)}
+	flaky := &memStore{objects: map[string][]byte{}, failPuts: 2}
+	if _, err := newTestOffload(t, flaky, "2KiB", 5*time.Second).Apply(context.Background(), r); err != nil || flaky.puts != 3 {
+		t.Fatalf("flaky store: err %v after %d puts, want success on the 3rd", err, flaky.puts)
+	}
+	down := &memStore{objects: map[string][]byte{}, failPuts: 1 << 30}
+	start := time.Now()
+	_, err := newTestOffload(t, down, "2KiB", 500*time.Millisecond).Apply(context.Background(), r)
+	if !stores.IsRetryable(err) || time.Since(start) > 2*time.Second {
+		t.Fatalf("down store: %v after %s, want a retryable error within the budget", err, time.Since(start))
+	}
+}
+
+// TestAutoThresholdFollowsSlimTopicLimit: auto = limit - headroom; a set
+// threshold above the limit is refused.
+func TestAutoThresholdFollowsSlimTopicLimit(t *testing.T) {
+	store := &memStore{objects: map[string][]byte{}}
+	if got := newTestOffload(t, store, "auto", time.Second).Threshold(); got != 1048588-4096 {
+		t.Errorf("auto threshold = %d, want %d", got, 1048588-4096)
+	}
+	_, err := NewOffload(OffloadConfig{Store: "mem", Threshold: "2MiB", KeyMode: KeyBySourceOffset},
+		Deps{Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588})
+	if err == nil {
+		t.Error("threshold over the slim topic limit was accepted")
+	}
+}
