@@ -50,23 +50,17 @@ a growing backoff (up to 30s), /readyz answers 503 and offloader_paused is 1.
 Nothing is skipped.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("run"))
-			file := fs.String("c", "", "pipeline `FILE` (YAML)")
-			name := fs.String("pipeline", "", "pipeline `NAME`; optional when the file defines one")
+			src := c.pipelineFlags(fs)
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			if *file == "" {
-				fmt.Fprintln(c.stderr, "offloader run: -c FILE is required")
-				return exitUsage
+			f, code, ok := c.loadFile(fs.Name(), src)
+			if !ok {
+				return code
 			}
-			f, err := config.Load(*file, config.Options{Pipeline: *name, Environ: c.environ})
+			p, err := f.Select(*src.name)
 			if err != nil {
-				c.reportConfigError(*file, err)
-				return exitUsage
-			}
-			p, err := f.Select(*name)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "%s: %v\n", *file, err)
+				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
 				return exitUsage
 			}
 			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)

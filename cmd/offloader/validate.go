@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -27,23 +28,17 @@ per line with its path in the file, and exits 2:
 --print shows the effective configuration of the chosen pipeline with defaults
 filled in and secrets redacted.`,
 		run: func(c *cli, args []string) int {
-			cmd := find("validate")
-			fs := c.flags(cmd)
-			file := fs.String("c", "", "pipeline `FILE` (YAML)")
-			pipeline := fs.String("pipeline", "", "pipeline `NAME`; optional when the file defines one")
+			fs := c.flags(find("validate"))
+			src := c.pipelineFlags(fs)
 			print := fs.Bool("print", false, "print the effective pipeline configuration, secrets redacted")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			if *file == "" {
-				fmt.Fprintln(c.stderr, "offloader validate: -c FILE is required")
-				return exitUsage
+			f, code, ok := c.loadFile(fs.Name(), src)
+			if !ok {
+				return code
 			}
-			f, err := config.Load(*file, config.Options{Pipeline: *pipeline, Environ: c.environ})
-			if err != nil {
-				c.reportConfigError(*file, err)
-				return exitUsage
-			}
+			file, pipeline := src.file, src.name
 			p, err := f.Select(*pipeline)
 			if err != nil && (*print || *pipeline != "") {
 				fmt.Fprintf(c.stderr, "%s: %v\n", *file, err)
@@ -62,6 +57,34 @@ filled in and secrets redacted.`,
 			return exitOK
 		},
 	}
+}
+
+// pipelineSource is the -c and --pipeline flags shared by the commands that read
+// a pipeline file.
+type pipelineSource struct {
+	file, name *string
+}
+
+func (c *cli) pipelineFlags(fs *flag.FlagSet) pipelineSource {
+	return pipelineSource{
+		file: fs.String("c", "", "pipeline `FILE` (YAML)"),
+		name: fs.String("pipeline", "", "pipeline `NAME`; optional when the file defines one"),
+	}
+}
+
+// loadFile loads and validates the pipeline file, printing every problem. It
+// returns false with the exit code when the command must stop.
+func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool) {
+	if *src.file == "" {
+		fmt.Fprintf(c.stderr, "offloader %s: -c FILE is required\n", cmd)
+		return nil, exitUsage, false
+	}
+	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ})
+	if err != nil {
+		c.reportConfigError(*src.file, err)
+		return nil, exitUsage, false
+	}
+	return f, exitOK, true
 }
 
 // reportConfigError prints every problem of a pipeline file, one per line.
