@@ -88,7 +88,8 @@ type Runner struct {
 	batchBytes int
 	batchStart time.Time
 	assigned   []kafka.TopicPartition
-	aborts     int
+	aborts     int // consecutive Kafka aborts of one batch
+	outages    int // consecutive batches paused on an unavailable store
 	lastLag    time.Time
 }
 
@@ -273,6 +274,7 @@ func (r *Runner) flush(ctx context.Context) error {
 		return r.transformFailed(ctx, err)
 	}
 	r.m.Paused.Set(0)
+	r.outages = 0
 	if err := r.commit(ctx, records, out); err != nil {
 		var abort *abortError
 		if !errors.As(err, &abort) {
@@ -310,10 +312,10 @@ func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	}
 	r.m.Paused.Set(1)
 	r.m.SetReady(false)
-	backoff := min(30*time.Second, time.Duration(1<<min(r.aborts, 5))*time.Second)
-	r.aborts++
+	backoff := min(30*time.Second, time.Duration(1<<min(r.outages, 5))*time.Second)
+	r.outages++
 	r.log.Error("payload store unavailable past its budget: pipeline paused, the batch will be retried",
-		zap.Error(err), zap.Duration("retry_in", backoff), zap.Int("attempt", r.aborts))
+		zap.Error(err), zap.Duration("retry_in", backoff), zap.Int("attempt", r.outages))
 	if err := r.rewind(); err != nil {
 		return err
 	}
