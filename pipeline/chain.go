@@ -38,35 +38,49 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // ProcessBatch runs the transform over every record of a batch, up to concurrency
 // records at a time (store uploads of different records overlap), and returns the
 // outputs in input order: out[i] belongs to in[i] and is nil where the chain
-// dropped the record. On failure it returns the first failing record's
-// *RecordError (by batch position) after the records in flight have finished.
+// dropped the record. The first failure cancels the records still in flight and is
+// returned as a *RecordError once they have finished: the failure itself, not the
+// cancellation it caused in its neighbours, so that the caller classifies the
+// real cause (a store outage pauses, a poison record does not).
 func ProcessBatch(ctx context.Context, t Transform, in []*Record, concurrency int) ([]*Record, error) {
 	out := make([]*Record, len(in))
-	errs := make([]error, len(in))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var (
+		mu    sync.Mutex
+		first *RecordError
+		wg    sync.WaitGroup
+	)
 	sem := make(chan struct{}, max(1, concurrency))
-	var wg sync.WaitGroup
 	for i, r := range in {
+		sem <- struct{}{}
 		if ctx.Err() != nil {
-			errs[i] = ctx.Err()
+			<-sem
 			break
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = t.Apply(ctx, r)
-			if errs[i] != nil {
-				cancel() // the batch will be retried or failed as a whole
+			res, err := t.Apply(ctx, r)
+			if err == nil {
+				out[i] = res
+				return
 			}
+			mu.Lock()
+			if first == nil {
+				first = &RecordError{Index: i, Record: r, Err: err}
+				cancel()
+			}
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, &RecordError{Index: i, Record: in[i], Err: err}
-		}
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller's context ended before every record was processed.
+		return nil, err
 	}
 	return out, nil
 }

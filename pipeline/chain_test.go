@@ -72,3 +72,39 @@ func TestChainDropAndFailure(t *testing.T) {
 		t.Fatalf("err = %v, want record 1 failing with boom", err)
 	}
 }
+
+// TestProcessBatchReportsTheCauseNotTheCancellation: when a later record fails,
+// the records it cancels fail with context.Canceled; the error returned must be
+// the real failure, or a store outage would be mistaken for a cancelled call.
+func TestProcessBatchReportsTheCauseNotTheCancellation(t *testing.T) {
+	outage := errors.New("store unavailable")
+	tr := transformFunc(func(ctx context.Context, r *Record) (*Record, error) {
+		if r.Offset == 3 {
+			return nil, outage
+		}
+		<-ctx.Done() // records 0-2 wait until the failure cancels them
+		return nil, ctx.Err()
+	})
+	in := []*Record{{Offset: 0}, {Offset: 1}, {Offset: 2}, {Offset: 3}, {Offset: 4}}
+	_, err := ProcessBatch(context.Background(), tr, in, 4)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Index != 3 || !errors.Is(err, outage) {
+		t.Fatalf("err = %v, want record 3 failing with %v", err, outage)
+	}
+}
+
+// TestProcessBatchStopsWhenTheCallerCancels: a batch cut short by the caller is
+// an error, never a partial result that looks complete.
+func TestProcessBatchStopsWhenTheCallerCancels(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		if r.Offset == 1 {
+			cancel()
+		}
+		return r, nil
+	})
+	out, err := ProcessBatch(ctx, tr, []*Record{{Offset: 0}, {Offset: 1}, {Offset: 2}, {Offset: 3}}, 1)
+	if !errors.Is(err, context.Canceled) || out != nil {
+		t.Fatalf("out=%v err=%v, want no output and context.Canceled", out, err)
+	}
+}
