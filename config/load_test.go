@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/config/configtest"
 	"github.com/offloader/offloader/settings"
@@ -151,8 +153,11 @@ pipelines:
 	if err != nil {
 		t.Fatal(err)
 	}
-	printed := strings.ReplaceAll(strings.ReplaceAll(
-		strings.TrimSpace(fmtAny(settings.Encode(f.Pipelines["orders"]))), "\n", " "), "  ", " ")
+	out, err := yaml.Marshal(settings.Encode(f.Pipelines["orders"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := string(out)
 	for _, secret := range []string{"hunter2", "hunter3", "hunter4"} {
 		if strings.Contains(printed, secret) {
 			t.Errorf("encoded config shows secret %q: %s", secret, printed)
@@ -161,36 +166,6 @@ pipelines:
 	if !strings.Contains(printed, "alice") || !strings.Contains(printed, settings.Redacted) {
 		t.Errorf("encoded config should show the user name and the redaction marker: %s", printed)
 	}
-}
-
-func fmtAny(v any) string {
-	var b strings.Builder
-	var walk func(any)
-	walk = func(v any) {
-		switch n := v.(type) {
-		case map[string]any:
-			for k, x := range n {
-				b.WriteString(k + "=")
-				walk(x)
-				b.WriteString(" ")
-			}
-		case []any:
-			for _, x := range n {
-				walk(x)
-			}
-		default:
-			b.WriteString(strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(toString(n), "\n", ""), "\t", "")))
-		}
-	}
-	walk(v)
-	return b.String()
-}
-
-func toString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return ""
 }
 
 // TestSelectChoosesOnePipeline: one process runs one pipeline.

@@ -74,7 +74,7 @@ func (p *Pipeline) validate(path string, problems *settings.Problems) {
 func (p *Pipeline) validateKafka(path string, problems *settings.Problems) {
 	for _, server := range strings.Split(p.Kafka.BootstrapServers, ",") {
 		if p.Kafka.BootstrapServers == "" {
-			break
+			break // reported as required
 		}
 		if _, port, err := net.SplitHostPort(strings.TrimSpace(server)); err != nil || port == "" {
 			problems.Add(path+".kafka.bootstrap_servers", "%q is not host:port (list several separated by commas)", strings.TrimSpace(server))

@@ -54,7 +54,7 @@ func NewMetrics(pipeline string) *Metrics {
 		TxnCommits:     f("transactions_committed_total", "Kafka transactions committed."),
 		TxnAborts:      f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "offloader", Name: "store_call_seconds", Help: "Payload store call latency, retries included.",
+			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
 		}, []string{"store", "op"}),
 		TxnLatency: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -147,8 +147,8 @@ func offloadThreshold(setting string, deps Deps) (int, error) {
 // Threshold is the estimated record size above which values are offloaded.
 func (o *Offload) Threshold() int { return o.threshold }
 
-// ObjectKey is where the value of the record at topic/partition/offset is stored.
-func (o *Offload) ObjectKey(r *pipeline.Record) string {
+// objectKey is where the value of the record at topic/partition/offset is stored.
+func (o *Offload) objectKey(r *pipeline.Record) string {
 	return o.prefix + "/" + r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 }
 
@@ -158,7 +158,7 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 	if r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold {
 		return r, nil
 	}
-	key := o.ObjectKey(r)
+	key := o.objectKey(r)
 	meta := stores.Metadata{
 		"source_topic":     r.Topic,
 		"source_partition": strconv.Itoa(int(r.Partition)),

@@ -90,6 +90,7 @@ type Runner struct {
 	assigned   []kafka.TopicPartition
 	aborts     int // consecutive Kafka aborts of one batch
 	outages    int // consecutive batches paused on an unavailable store
+	stop       <-chan struct{}
 	lastLag    time.Time
 }
 
@@ -107,8 +108,8 @@ func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.Con
 	return &cm
 }
 
-// ProducerConfig is the producer's librdkafka configuration for a pipeline.
-func ProducerConfig(p *config.Pipeline) *kafka.ConfigMap {
+// producerConfig is the producer's librdkafka configuration for a pipeline.
+func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 	return configMap(producerDefaults, p.Kafka.Producer, kafka.ConfigMap{
 		"bootstrap.servers":  p.Kafka.BootstrapServers,
 		"transactional.id":   TransactionalID(p),
@@ -118,8 +119,8 @@ func ProducerConfig(p *config.Pipeline) *kafka.ConfigMap {
 	})
 }
 
-// ConsumerConfig is the consumer's librdkafka configuration for a pipeline.
-func ConsumerConfig(p *config.Pipeline) *kafka.ConfigMap {
+// consumerConfig is the consumer's librdkafka configuration for a pipeline.
+func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
 	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
 		"bootstrap.servers":        p.Kafka.BootstrapServers,
 		"group.id":                 p.Source.Group,
@@ -132,11 +133,11 @@ func ConsumerConfig(p *config.Pipeline) *kafka.ConfigMap {
 // New creates the consumer and the transactional producer.
 func New(opts Options) (*Runner, error) {
 	p := opts.Pipeline
-	producer, err := kafka.NewProducer(ProducerConfig(p))
+	producer, err := kafka.NewProducer(producerConfig(p))
 	if err != nil {
 		return nil, fmt.Errorf("creating the transactional producer: %w", err)
 	}
-	consumer, err := kafka.NewConsumer(ConsumerConfig(p))
+	consumer, err := kafka.NewConsumer(consumerConfig(p))
 	if err != nil {
 		producer.Close()
 		return nil, fmt.Errorf("creating the consumer: %w", err)
@@ -149,8 +150,8 @@ func New(opts Options) (*Runner, error) {
 // or a batch kept failing.
 var ErrFatal = errors.New("fatal")
 
-// Run consumes until ctx ends or a fatal error. On ctx's end it commits the batch
-// in hand, leaves the group and returns nil.
+// Run consumes until ctx ends or a fatal error. On ctx's end it stops polling,
+// commits the batch in hand within ShutdownTimeout, leaves the group and returns nil.
 func (r *Runner) Run(ctx context.Context) (err error) {
 	defer func() {
 		closeErr := r.close()
@@ -171,25 +172,30 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		zap.Strings("source_topics", r.p.Source.Topics), zap.String("group", r.p.Source.Group),
 		zap.String("slim_topic", r.p.SlimTopic), zap.String("transactional_id", TransactionalID(r.p)))
 
+	// ctx ending stops polling; the batch in hand (its uploads included) keeps
+	// going for up to ShutdownTimeout more, so that a signal commits it rather
+	// than cutting its store calls short.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(r.opts.ShutdownTimeout, cancelWork) })
+	defer stopGrace()
+	r.stop = ctx.Done()
+
 	for ctx.Err() == nil {
 		r.m.Progress()
 		if err := r.pollOnce(); err != nil {
 			return err
 		}
 		if r.batchDue() {
-			if err := r.flush(ctx); err != nil {
+			if err := r.flush(work); err != nil {
 				return err
 			}
 		}
 		r.updateLag()
 	}
 	r.log.Info("stopping: committing the batch in hand", zap.Int("records", len(r.batch)))
-	final, cancelFinal := context.WithTimeout(context.Background(), r.opts.ShutdownTimeout)
-	defer cancelFinal()
 	if len(r.batch) > 0 {
-		if err := r.flush(final); err != nil {
-			return err
-		}
+		return r.flush(work)
 	}
 	return nil
 }
@@ -320,6 +326,7 @@ func (r *Runner) transformFailed(ctx context.Context, err error) error {
 		return err
 	}
 	select {
+	case <-r.stop: // a signal ends the pause at once; the batch was rewound
 	case <-ctx.Done():
 	case <-time.After(backoff):
 	}

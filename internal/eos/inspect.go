@@ -36,7 +36,7 @@ func (t *Topology) SlimLimit() int {
 // partitions than a source topic under partitioning: preserve. It never creates
 // topics.
 func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
-	cm := ConsumerConfig(p)
+	cm := consumerConfig(p)
 	adminCfg := kafka.ConfigMap{}
 	for k, v := range *cm {
 		switch k {

@@ -72,7 +72,7 @@ func (s *Store) fail(op, key string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		kind = stores.NotFound
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.DeadlineExceeded):
 		kind = stores.Retryable
 	}
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
