@@ -47,4 +47,4 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t offloader:$(VERSION) .
 
 clean:
-	rm -rf bin demo-data
+	rm -rf bin demo-data .cache/run

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -387,26 +388,45 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]int{}
-	for _, m := range got {
-		seen[string(m.Key)]++
-		i := 0
-		fmt.Sscan(string(m.Key), &i)
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
 			t.Fatalf("key %s resolved to %d different bytes", m.Key, len(v))
 		}
-	}
-	var dups, missing []string
-	for i := range recs {
-		switch n := seen[fmt.Sprint(i)]; {
-		case n == 0:
-			missing = append(missing, fmt.Sprint(i))
-		case n > 1:
-			dups = append(dups, fmt.Sprint(i))
+	})
+}
+
+// assertEachOnce checks that got holds exactly one record for each key "0".."n-1"
+// (the tests' source keys), each slim partition in increasing key order (the
+// order the tests produce in), calling check on each with its source index.
+func assertEachOnce(t *testing.T, got []*kafka.Message, n int, check func(i int, m *kafka.Message)) {
+	t.Helper()
+	seen := make([]int, n)
+	last := map[int32]int{} // per slim partition, the last index seen
+	for _, m := range got {
+		i, err := strconv.Atoi(string(m.Key))
+		if err != nil || i < 0 || i >= n {
+			t.Fatalf("slim record with unexpected key %q", m.Key)
+		}
+		seen[i]++
+		if prev, ok := last[m.TopicPartition.Partition]; ok && i <= prev {
+			t.Errorf("slim partition %d: key %d after key %d, out of source order", m.TopicPartition.Partition, i, prev)
+		}
+		last[m.TopicPartition.Partition] = i
+		if check != nil {
+			check(i, m)
 		}
 	}
-	if len(got) != len(recs) || len(dups) > 0 || len(missing) > 0 {
+	var dups, missing []string
+	for i, c := range seen {
+		switch {
+		case c == 0:
+			missing = append(missing, strconv.Itoa(i))
+		case c > 1:
+			dups = append(dups, strconv.Itoa(i))
+		}
+	}
+	if len(got) != n || len(dups) > 0 || len(missing) > 0 {
 		t.Fatalf("slim topic holds %d records for %d sources; %d duplicated (%s), %d missing (%s)",
-			len(got), len(recs), len(dups), strings.Join(dups[:min(5, len(dups))], ","), len(missing), strings.Join(missing[:min(5, len(missing))], ","))
+			len(got), n, len(dups), strings.Join(dups[:min(5, len(dups))], ","), len(missing), strings.Join(missing[:min(5, len(missing))], ","))
 	}
 }

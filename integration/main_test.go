@@ -120,12 +120,19 @@ func createTopic(t *testing.T, name string, partitions int, config map[string]st
 // seconds so that records beyond the expected ones (duplicates) show up too.
 func consumeAll(t *testing.T, topic string, want int, timeout time.Duration) []*kafka.Message {
 	t.Helper()
+	return consumeIsolated(t, topic, "read_committed", want, timeout)
+}
+
+// consumeIsolated is consumeAll with a chosen isolation.level: read_uncommitted
+// also returns the records of aborted transactions.
+func consumeIsolated(t *testing.T, topic, isolation string, want int, timeout time.Duration) []*kafka.Message {
+	t.Helper()
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers":  bootstrap,
 		"group.id":           uniqueName(t, "reader"),
 		"auto.offset.reset":  "earliest",
 		"enable.auto.commit": false,
-		"isolation.level":    "read_committed",
+		"isolation.level":    isolation,
 	})
 	if err != nil {
 		t.Fatal(err)

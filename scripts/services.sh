@@ -153,13 +153,17 @@ kafka_start() {
     die "port $kafka_port is already in use by another process; set DEV_KAFKA_PORT to a free port"
   fi
   kafka_install
-  rm -rf "$kafka_state"
   kafka_write_config
-  log "formatting KRaft storage in $kafka_state/data"
-  "${kafka_java[@]}" kafka.tools.StorageTool format --standalone \
-    -t "$("${kafka_java[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)" \
-    -c "$kafka_state/server.properties" >"$kafka_state/format.log" 2>&1 ||
-    { cat "$kafka_state/format.log" >&2; die "formatting Kafka storage failed"; }
+  # Topics survive a stop and start, as in a real broker restart (tests restart
+  # the broker mid-run); `make clean` removes them.
+  if [ ! -f "$kafka_state/data/meta.properties" ]; then
+    log "formatting KRaft storage in $kafka_state/data"
+    "${kafka_java[@]}" kafka.tools.StorageTool format --standalone \
+      -t "$("${kafka_java[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)" \
+      -c "$kafka_state/server.properties" >"$kafka_state/format.log" 2>&1 ||
+      { cat "$kafka_state/format.log" >&2; die "formatting Kafka storage failed"; }
+  fi
+  : >"$kafka_state/server.log" # readiness is read from this log
   log "starting Apache Kafka $kafka_version on 127.0.0.1:$kafka_port"
   nohup "${kafka_java[@]}" kafka.Kafka "$kafka_state/server.properties" >"$kafka_state/stdout.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
@@ -202,7 +206,8 @@ azurite_start() {
     die "port $azurite_port is already in use by another process; set DEV_AZURITE_PORT to a free port"
   fi
   azurite_install
-  rm -rf "$azurite_state"
+  # Blobs survive a stop and start, as in a real outage (tests stop Azurite mid-run);
+  # `make clean` removes them.
   mkdir -p "$azurite_state/data"
   log "starting Azurite $azurite_version (blob service) on 127.0.0.1:$azurite_port"
   # --skipApiVersionCheck: the Go SDK speaks a newer API version than Azurite knows.

@@ -44,8 +44,9 @@ exits 0. Exit 1: a runtime failure (Kafka unreachable, fenced by another instanc
 with the same transactional.id, a record the chain cannot process). Exit 2: a bad
 pipeline file.
 
-If the payload store stays unavailable past errors.store_budget, the pipeline
-pauses: the transaction is not committed, the batch is rewound and retried with
+A payload store that does not answer at start-up within errors.store_budget
+ends the run with exit 1 before anything is consumed. If the store stays
+unavailable past errors.store_budget while running, the pipeline pauses: the transaction is not committed, the batch is rewound and retried with
 a growing backoff (up to 30s), /readyz answers 503 and offloader_paused is 1.
 Nothing is skipped.`,
 		run: func(c *cli, args []string) int {
@@ -112,9 +113,15 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		}
 	}()
 	for name, spec := range p.Stores {
-		s, err := stores.Open(startCtx, name, spec.Type, spec.Config)
-		if err != nil {
+		var s stores.Store
+		err := stores.DefaultRetryPolicy(p.Errors.StoreBudget).Do(startCtx, func(ctx context.Context) (err error) {
+			s, err = stores.Open(ctx, name, spec.Type, spec.Config)
 			return err
+		})
+		if err != nil {
+			// Nothing has been consumed yet: exiting loses nothing, and a
+			// supervisor restarts the instance once the store answers.
+			return fmt.Errorf("payload store %q (%s) is not usable, nothing was consumed: %w", name, spec.Type, err)
 		}
 		open[name] = metrics.InstrumentStore(name, s)
 	}

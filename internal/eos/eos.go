@@ -298,6 +298,9 @@ func (r *Runner) flush(ctx context.Context) error {
 		if r.aborts >= maxConsecutiveAborts {
 			return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %v", ErrFatal, r.aborts, abort.err)
 		}
+		// A cause that outlives one attempt (a topic limit being raised, a broker
+		// restarting) gets time to clear: 1s, 2s, 4s, 8s before giving up.
+		r.wait(ctx, time.Duration(1<<(r.aborts-1))*time.Second)
 		return nil
 	}
 	r.aborts = 0
@@ -325,13 +328,19 @@ func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	if err := r.rewind(); err != nil {
 		return err
 	}
-	select {
-	case <-r.stop: // a signal ends the pause at once; the batch was rewound
-	case <-ctx.Done():
-	case <-time.After(backoff):
-	}
+	r.wait(ctx, backoff)
 	r.m.SetReady(len(r.assigned) > 0)
 	return nil
+}
+
+// wait sleeps for d after a rewind; a signal ends the wait at once (the batch
+// was rewound, so there is nothing in hand to commit).
+func (r *Runner) wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-r.stop:
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
 
 // rewind seeks every partition of the batch back to its first record in the batch

@@ -1,0 +1,357 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/stores/azblob"
+	"github.com/offloader/offloader/stores/filesystem"
+)
+
+// numberedRecords returns n records keyed "0".."n-1" over the given partitions:
+// every bigEvery-th value is big (offloaded at the tests' 64 KiB threshold), the
+// others small. Values start with their index so that no two are alike.
+func numberedRecords(n, partitions, bigEvery, big, small int) []sourceRecord {
+	recs := make([]sourceRecord, n)
+	for i := range recs {
+		size := small
+		if bigEvery > 0 && i%bigEvery == 0 {
+			size = big
+		}
+		v := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		copy(v, strconv.Itoa(i)+":")
+		recs[i] = sourceRecord{partition: int32(i % partitions), key: []byte(strconv.Itoa(i)), value: v}
+	}
+	return recs
+}
+
+// waitForLog waits until the daemon's output contains s.
+func (d *daemon) waitForLog(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(d.output(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not log %q within %s", s, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitExit waits for the daemon to exit on its own and returns its exit code.
+func (d *daemon) waitExit(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case <-done:
+		return d.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		d.cmd.Process.Kill()
+		<-done
+		t.Fatalf("the daemon did not exit within %s", timeout)
+		return -1
+	}
+}
+
+var metricsAddress = regexp.MustCompile(`serving /metrics, /healthz and /readyz.*"address": "([^"]+)"`)
+
+// metricsURL returns the base URL of a daemon started with observability.listen
+// 127.0.0.1:0, read from its start-up log.
+func (d *daemon) metricsURL(t *testing.T) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := metricsAddress.FindStringSubmatch(d.output()); m != nil {
+			return "http://" + m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the daemon never logged its metrics address")
+	return ""
+}
+
+// metric scrapes one unlabelled (apart from pipeline) sample from /metrics; a
+// metric not exported yet reads 0.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		metricName, value, ok := strings.Cut(line, " ")
+		if i := strings.IndexByte(metricName, '{'); i >= 0 {
+			metricName = metricName[:i]
+		}
+		if ok && metricName == name {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, line)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// waitForMetric waits until cond holds for the named metric.
+func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, timeout time.Duration) float64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v := metric(t, base, name)
+		if cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metric %s is %v after %s", name, v, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readyz(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("GET /readyz: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func setTopicConfig(t *testing.T, topic, name, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := newAdmin(t).IncrementalAlterConfigs(ctx, []kafka.ConfigResource{{
+		Type: kafka.ResourceTopic, Name: topic,
+		Config: []kafka.ConfigEntry{{Name: name, Value: value, IncrementalOperation: kafka.AlterOperationSet}},
+	}})
+	if err != nil || res[0].Error.Code() != kafka.ErrNoError {
+		t.Fatalf("setting %s=%s on %s: %v %v", name, value, topic, err, res)
+	}
+}
+
+// services runs scripts/services.sh (stop|start azurite) as the test suite's
+// services were started with it.
+func services(t *testing.T, action, service string) {
+	t.Helper()
+	if servicesScript == "" {
+		t.Fatal("TEST_SERVICES_SCRIPT is not set: this test stops and starts Azurite with scripts/services.sh; run it with `make test`")
+	}
+	out, err := exec.Command("bash", servicesScript, action, service).CombinedOutput()
+	if err != nil {
+		t.Fatalf("services.sh %s %s: %v\n%s", action, service, err, out)
+	}
+}
+
+// TestAbortMidBatchLeavesNoDuplicatesOrGaps forces real transaction aborts: the
+// slim topic's max.message.bytes is lowered under one inline record while the
+// daemon runs, so the broker rejects it and the transaction holding it (and
+// records of the other partition already written) must abort. Once the limit is
+// raised again the batch is reprocessed; read_committed readers see every record
+// exactly once, in order, while read_uncommitted ones also see the aborted copies.
+func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
+	// One source partition spread over two slim partitions by key: every
+	// transaction writes to both, so when one partition's produce fails, records
+	// already written to the other must be aborted.
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 1, nil)
+	createTopic(t, slim, 2, map[string]string{"max.message.bytes": "1048576"})
+	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", t.TempDir())
+	cfg := pipelineFile(t, "abort", raw, slim, uniqueName(t, "g"), storeYAML, "    partitioning: key_hash\n")
+
+	d := startDaemon(t, cfg, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx"))
+	d.waitForLog(t, "partitions assigned", 30*time.Second)
+	// The broker checks max.message.bytes against whole record batches: a
+	// transaction's batch per partition (at most 200 records of 100 bytes) fits
+	// in 40,000 bytes, record 151 alone (50,000 bytes, inline under the 64 KiB
+	// threshold) does not.
+	setTopicConfig(t, slim, "max.message.bytes", "40000")
+	time.Sleep(time.Second) // let the broker apply the dynamic config
+	recs := numberedRecords(400, 1, 0, 0, 100)
+	recs[151].value = append(recs[151].value, make([]byte, 49900)...)
+	produceRecords(t, raw, recs)
+
+	d.waitForLog(t, "transaction aborted; reprocessing the batch", 60*time.Second)
+	setTopicConfig(t, slim, "max.message.bytes", "1048576")
+
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d after SIGTERM, want 0", code)
+	}
+	partitions := map[int32]int{}
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		partitions[m.TopicPartition.Partition]++
+		if !bytes.Equal(m.Value, recs[i].value) {
+			t.Fatalf("key %d: slim value of %d bytes differs from the %d produced", i, len(m.Value), len(recs[i].value))
+		}
+	})
+	if len(partitions) != 2 {
+		t.Fatalf("key_hash put the records in slim partitions %v, want both", partitions)
+	}
+	all := consumeIsolated(t, slim, "read_uncommitted", len(recs)+1, 30*time.Second)
+	t.Logf("read_committed: %d records; read_uncommitted: %d (aborted copies included)", len(got), len(all))
+	if len(all) <= len(recs) {
+		t.Errorf("read_uncommitted sees %d records, want more than %d: no aborted transaction wrote records, so the test did not exercise the abort path", len(all), len(recs))
+	}
+}
+
+// TestTwoInstancesShareTheGroup: two daemons in one group split the partitions
+// and both commit; then one gets SIGTERM while records keep coming, commits what
+// it holds, leaves, and the other takes over. Every record appears once, in order.
+func TestTwoInstancesShareTheGroup(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 4, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 4, nil)
+	root := t.TempDir()
+	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
+	cfg := pipelineFile(t, "pair", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	listen := "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0"
+
+	recs := numberedRecords(8000, 4, 20, 100<<10, 1000)
+	a := startDaemon(t, cfg, listen, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-a"))
+	b := startDaemon(t, cfg, listen, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-b"))
+	aURL, bURL := a.metricsURL(t), b.metricsURL(t)
+	// /readyz answers 200 once an instance holds partitions; the second gets
+	// some only in the rebalance that splits them.
+	for _, base := range []string{aURL, bURL} {
+		deadline := time.Now().Add(60 * time.Second)
+		for readyz(t, base) != http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s/readyz never answered 200", base)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	produceRecords(t, raw, recs[:4000])
+
+	positive := func(v float64) bool { return v > 0 }
+	for name, base := range map[string]string{"first": aURL, "second": bURL} {
+		n := waitForMetric(t, base, "offloader_transactions_committed_total", positive, 60*time.Second)
+		out := waitForMetric(t, base, "offloader_records_out_total", positive, 60*time.Second)
+		t.Logf("%s instance: %v transactions, %v records so far", name, n, out)
+	}
+
+	// SIGTERM the first instance while it works through the second wave.
+	produceRecords(t, raw, recs[4000:])
+	start := time.Now()
+	if code := a.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("first instance exit code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("first instance stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{"stopping: committing the batch in hand", "pipeline stopped"} {
+		if !strings.Contains(a.output(), want) {
+			t.Errorf("first instance's log lacks %q", want)
+		}
+	}
+
+	got := consumeAll(t, slim, len(recs), 120*time.Second)
+	if code := b.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("second instance exit code %d after SIGTERM, want 0", code)
+	}
+	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if m.TopicPartition.Partition != recs[i].partition {
+			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, recs[i].partition)
+		}
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+		}
+	})
+}
+
+// TestStoreOutageLosesNothing stops Azurite (1) before the daemon starts: it
+// exits 1 naming the store, having consumed nothing; (2) mid-run: the daemon
+// pauses loudly (log, offloader_paused, /readyz 503) for longer than its store
+// budget and resumes when Azurite is back. Every record arrives exactly once.
+func TestStoreOutageLosesNothing(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 2, nil)
+	container := uniqueName(t, "c")
+	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, "+
+		"max_retries: 1, try_timeout: 1s, retry_delay: 100ms}", container, azureConnStr)
+	const budget = 3 * time.Second
+	cfg := pipelineFile(t, "outage", raw, slim, uniqueName(t, "g"), storeYAML,
+		fmt.Sprintf("    errors: {store_budget: %s}\n", budget))
+	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
+	recs := numberedRecords(1200, 2, 4, 100<<10, 1000)
+	produceRecords(t, raw, recs)
+
+	services(t, "stop", "azurite")
+	t.Cleanup(func() { services(t, "start", "azurite") }) // for the tests after this one
+	d := startDaemon(t, cfg, txid)
+	if code := d.waitExit(t, 60*time.Second); code != 1 {
+		t.Fatalf("with Azurite down at start the daemon exited %d, want 1", code)
+	}
+	if want := `payload store \"payloads\" (azblob) is not usable, nothing was consumed`; !strings.Contains(d.output(), want) {
+		t.Fatalf("the start-up failure does not say %s:\n%s", want, d.output())
+	}
+	if n := len(consumeAll(t, slim, 1, 3*time.Second)); n != 0 {
+		t.Fatalf("the slim topic holds %d records after a failed start", n)
+	}
+
+	services(t, "start", "azurite")
+	d = startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
+	base := d.metricsURL(t)
+	waitForMetric(t, base, "offloader_records_out_total", func(v float64) bool { return v >= 200 }, 60*time.Second)
+	services(t, "stop", "azurite")
+	d.waitForLog(t, "payload store unavailable past its budget: pipeline paused", 30*time.Second)
+	waitForMetric(t, base, "offloader_paused", func(v float64) bool { return v == 1 }, 5*time.Second)
+	if code := readyz(t, base); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answers %d while paused, want 503", code)
+	}
+	pausedAt := metric(t, base, "offloader_records_out_total")
+	time.Sleep(2 * budget)
+	if out := metric(t, base, "offloader_records_out_total"); out != pausedAt {
+		t.Errorf("records out went from %v to %v while the store was down", pausedAt, out)
+	}
+	services(t, "start", "azurite")
+
+	got := consumeAll(t, slim, len(recs), 120*time.Second)
+	if v := metric(t, base, "offloader_paused"); v != 0 {
+		t.Errorf("offloader_paused is %v after the store came back", v)
+	}
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d after SIGTERM, want 0", code)
+	}
+	cfgStore := azblob.DefaultConfig()
+	cfgStore.ConnectionString, cfgStore.Container = azureConnStr, container
+	store, err := azblob.Open(context.Background(), "payloads", cfgStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offloaded := 0
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if _, ok := headerValue(m.Headers, "offloader-pointer"); ok {
+			offloaded++
+		}
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+		}
+	})
+	if offloaded != len(recs)/4 {
+		t.Errorf("%d records offloaded, want %d", offloaded, len(recs)/4)
+	}
+}
