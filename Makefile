@@ -10,10 +10,15 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m
 
-.PHONY: build test unit integration vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo test unit integration vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
+
+## demo: the pipeline on an in-process broker with a report; BOOTSTRAP=host:port
+## runs it against a real cluster instead.
+demo: build
+	bin/offloader demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
 
 ## test: vet, format check, unit and integration tests with real Kafka + Azurite.
 test: vet fmt-check

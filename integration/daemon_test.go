@@ -430,3 +430,27 @@ func assertEachOnce(t *testing.T, got []*kafka.Message, n int, check func(i int,
 			len(got), n, len(dups), strings.Join(dups[:min(5, len(dups))], ","), len(missing), strings.Join(missing[:min(5, len(missing))], ","))
 	}
 }
+
+// TestDemoAgainstTheRealBroker runs `offloader demo --bootstrap` (the demo's
+// real-cluster mode) and checks its exit code and report.
+func TestDemoAgainstTheRealBroker(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command(offloaderBinary(t), "demo", "--bootstrap", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("offloader demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"records     in 60, out 60\n",
+		"  offloaded 4 (",
+		"  inline    55, tombstones 1\n",
+		`header offloader-pointer: v1`,
+		"round trip  60 of 60 records arrived once",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the demo's report lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pipeline.yaml")); err != nil {
+		t.Errorf("the demo left no pipeline file: %v", err)
+	}
+}
