@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m
 
-.PHONY: build demo test unit integration vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo bench test unit integration vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
@@ -19,6 +19,11 @@ build:
 ## runs it against a real cluster instead.
 demo: build
 	bin/offloader demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
+
+## bench: throughput of the pipeline beside a plain copy loop on the real local
+## broker, and the daemon's peak RSS (docs/benchmarks.md has figures).
+bench:
+	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
 
 ## test: vet, format check, unit and integration tests with real Kafka + Azurite.
 test: vet fmt-check
@@ -52,4 +57,5 @@ docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t offloader:$(VERSION) .
 
 clean:
-	rm -rf bin demo-data .cache/run
+	rm -rf bin demo-data
+	scripts/services.sh wipe all

@@ -78,9 +78,10 @@ type Source struct {
 	Group  string   `key:"group" required:"true"`
 }
 
-// Commit sets the transaction cadence: a transaction commits when it holds
+// Commit sets the transaction cadence: a batch is committed when it holds
 // MaxRecords records, MaxBytes of input, or has been open for Interval, whichever
-// comes first.
+// comes first. Interval is the usual trigger; the two limits bound the memory a
+// batch holds (about twice MaxBytes: the batch collected and the one committing).
 type Commit struct {
 	MaxRecords int           `key:"max_records"`
 	MaxBytes   settings.Size `key:"max_bytes"`
@@ -136,8 +137,8 @@ func defaults(name string) *Pipeline {
 		Name:         name,
 		Partitioning: PartitioningPreserve,
 		Commit: Commit{
-			MaxRecords: 1000,
-			MaxBytes:   64 * settings.MiB,
+			MaxRecords: 100_000,
+			MaxBytes:   16 * settings.MiB,
 			Interval:   100 * time.Millisecond,
 		},
 		Errors: Errors{

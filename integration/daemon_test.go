@@ -32,7 +32,7 @@ var (
 
 // offloaderBinary builds cmd/offloader once per test run: the daemon runs as a
 // real process so that tests can kill -9 it.
-func offloaderBinary(t *testing.T) string {
+func offloaderBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "offloader-bin")
@@ -70,7 +70,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func startDaemon(t *testing.T, configFile string, env ...string) *daemon {
+func startDaemon(t testing.TB, configFile string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(offloaderBinary(t), "run", "-c", configFile)
 	d := &daemon{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
@@ -99,7 +99,7 @@ func (d *daemon) output() string {
 }
 
 // stop sends SIGTERM and returns the exit code.
-func (d *daemon) stop(t *testing.T, timeout time.Duration) int {
+func (d *daemon) stop(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

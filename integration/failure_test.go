@@ -68,7 +68,7 @@ var metricsAddress = regexp.MustCompile(`serving /metrics, /healthz and /readyz.
 
 // metricsURL returns the base URL of a daemon started with observability.listen
 // 127.0.0.1:0, read from its start-up log.
-func (d *daemon) metricsURL(t *testing.T) string {
+func (d *daemon) metricsURL(t testing.TB) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -83,7 +83,7 @@ func (d *daemon) metricsURL(t *testing.T) string {
 
 // metric scrapes one unlabelled (apart from pipeline) sample from /metrics; a
 // metric not exported yet reads 0.
-func metric(t *testing.T, base, name string) float64 {
+func metric(t testing.TB, base, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -126,7 +126,7 @@ func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, tim
 	}
 }
 
-func readyz(t *testing.T, base string) int {
+func readyz(t testing.TB, base string) int {
 	t.Helper()
 	resp, err := http.Get(base + "/readyz")
 	if err != nil {

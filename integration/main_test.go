@@ -62,7 +62,7 @@ func waitForBroker(timeout time.Duration) error {
 var topicSeq atomic.Int64
 
 // uniqueName returns a topic, group or container name no other test run uses.
-func uniqueName(t *testing.T, kind string) string {
+func uniqueName(t testing.TB, kind string) string {
 	name := strings.NewReplacer("/", "-", "_", "-", " ", "-").Replace(strings.ToLower(t.Name()))
 	if len(name) > 40 {
 		name = name[:40]
@@ -70,7 +70,7 @@ func uniqueName(t *testing.T, kind string) string {
 	return fmt.Sprintf("it-%s-%s-%d-%d", kind, name, time.Now().UnixNano()%1e9, topicSeq.Add(1))
 }
 
-func newAdmin(t *testing.T) *kafka.AdminClient {
+func newAdmin(t testing.TB) *kafka.AdminClient {
 	t.Helper()
 	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
 	if err != nil {
@@ -81,7 +81,7 @@ func newAdmin(t *testing.T) *kafka.AdminClient {
 }
 
 // createTopic creates a topic and waits until its partitions have leaders.
-func createTopic(t *testing.T, name string, partitions int, config map[string]string) {
+func createTopic(t testing.TB, name string, partitions int, config map[string]string) {
 	t.Helper()
 	admin := newAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -3,7 +3,10 @@
 # (single-node KRaft, jars from Maven Central, run with the machine's Java) and
 # Azurite's blob service (npm). Everything lands in .cache/ (ignored by git).
 #
-#   scripts/services.sh install|start|stop|status|env [kafka|azurite|all]
+#   scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|all]
+#
+# start keeps the data of an earlier run (a stop and start is like a restart);
+# wipe deletes it (the service must be stopped).
 #
 # Ports default away from the well-known ones so a developer's own Kafka on 9092
 # or Azurite on 10000 keeps running: DEV_KAFKA_PORT (19092),
@@ -252,17 +255,26 @@ each() { # action
   if [ "$what" = kafka ] || [ "$what" = all ]; then "kafka_$1"; fi
   if [ "$what" = azurite ] || [ "$what" = all ]; then "azurite_$1"; fi
 }
+kafka_wipe() {
+  running "$kafka_state/pid" && die "Kafka is running: stop it before wiping its data"
+  rm -rf "$kafka_state"
+}
+azurite_wipe() {
+  running "$azurite_state/pid" && die "Azurite is running: stop it before wiping its data"
+  rm -rf "$azurite_state"
+}
 case "$action" in
 install) each install ;;
 start) each start ;;
 stop) each stop ;;
+wipe) each wipe ;;
 status)
   running "$kafka_state/pid" && echo "kafka: running (pid $(cat "$kafka_state/pid"), 127.0.0.1:$kafka_port)" || echo "kafka: stopped"
   running "$azurite_state/pid" && echo "azurite: running (pid $(cat "$azurite_state/pid"), 127.0.0.1:$azurite_port)" || echo "azurite: stopped"
   ;;
 env) print_env ;;
 *)
-  echo "usage: scripts/services.sh install|start|stop|status|env [kafka|azurite|all]" >&2
+  echo "usage: scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|all]" >&2
   exit 2
   ;;
 esac

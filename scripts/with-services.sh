@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command with the real Kafka broker and Azurite up, then stops what it
-# started, whether the command passed or failed. Services that were already
-# running (scripts/services.sh start) are left running.
+# started, whether the command passed or failed. A service it starts starts
+# empty (its data from earlier runs is wiped); services that were already
+# running (scripts/services.sh start) are used as they are and left running.
 #
 #   scripts/with-services.sh go test ./...
 set -euo pipefail
@@ -19,6 +20,6 @@ cleanup() {
   for svc in "${started[@]}"; do "$services" stop "$svc" || true; done
 }
 trap cleanup EXIT
-for svc in "${started[@]}"; do "$services" start "$svc"; done
+for svc in "${started[@]}"; do "$services" wipe "$svc" && "$services" start "$svc"; done
 eval "$("$services" env)"
 "$@"

@@ -4,11 +4,19 @@
 // transaction holds one batch of output records plus the consumer positions after
 // that batch, so a record's output and its offset commit together or not at all.
 //
-// One goroutine drives Poll and every transactional call (librdkafka requires it).
-// A batch is collected without a transaction open; it is transformed, then
-// produced and committed in one go. A rebalance (which runs inside Poll) therefore
-// never meets an open transaction: it drops the collected batch, and whoever owns
-// the partitions next resumes from the committed offsets.
+// The main goroutine polls and collects a batch with no transaction open; each
+// record starts through the transform chain as it arrives (pipeline.Batch). When
+// the batch is due, the consumer positions after it are taken and the batch is
+// handed to a committer goroutine, which begins a transaction, produces the
+// output, sends the positions and commits, while the main goroutine collects and
+// transforms the next batch. Transactional calls never overlap: the main
+// goroutine waits for the committer ("settles" it) before handing over the next
+// batch, before a rebalance gives partitions up, and before stopping. A failed
+// transaction is aborted and the consumer rewound to the start of its batch (the
+// batch collected since is dropped and read again). A rebalance, which runs
+// inside Poll, therefore never meets an unsettled transaction; it drops the
+// collected batch, and whoever owns the partitions next resumes from the
+// committed offsets.
 package eos
 
 import (
@@ -34,6 +42,10 @@ var (
 	consumerDefaults = kafka.ConfigMap{
 		"auto.offset.reset":    "earliest",
 		"max.poll.interval.ms": 300000,
+		// When the prefetch queue is full (queued.max.messages.kbytes), librdkafka
+		// postpones the next fetch by this much; its default of 1000 ms starves the
+		// loop after every slow batch (store uploads, commits) once the queue drains.
+		"fetch.queue.backoff.ms": 10,
 	}
 	producerDefaults = kafka.ConfigMap{
 		"linger.ms": 5,
@@ -85,6 +97,7 @@ type Runner struct {
 	producer *kafka.Producer
 
 	batch      []*kafka.Message
+	proc       *pipeline.Batch // transforms the batch's records as they arrive
 	batchBytes int
 	batchStart time.Time
 	assigned   []kafka.TopicPartition
@@ -92,6 +105,15 @@ type Runner struct {
 	outages    int // consecutive batches paused on an unavailable store
 	stop       <-chan struct{}
 	lastLag    time.Time
+	pending    *pendingCommit
+	fatal      error           // a fatal error met inside a rebalance callback
+	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
+}
+
+// pendingCommit is a batch's transaction in flight in the committer goroutine.
+type pendingCommit struct {
+	done  chan error
+	start []kafka.TopicPartition // each partition's first offset in the batch
 }
 
 func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
@@ -180,6 +202,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(r.opts.ShutdownTimeout, cancelWork) })
 	defer stopGrace()
 	r.stop = ctx.Done()
+	r.work = work
 
 	for ctx.Err() == nil {
 		r.m.Progress()
@@ -195,13 +218,23 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	}
 	r.log.Info("stopping: committing the batch in hand", zap.Int("records", len(r.batch)))
 	if len(r.batch) > 0 {
-		return r.flush(work)
+		if err := r.flush(work); err != nil {
+			return err
+		}
 	}
-	return nil
+	_, err = r.settle(work, true)
+	return err
 }
 
 func (r *Runner) close() error {
 	r.m.SetReady(false)
+	if r.pending != nil {
+		// Run failed with a commit in flight: let it finish before closing the
+		// producer. Its outcome no longer matters: an open transaction is
+		// aborted when this transactional.id next initialises.
+		<-r.pending.done
+		r.pending = nil
+	}
 	// Close leaves the group (the revoke callback runs inside it).
 	err := r.consumer.Close()
 	r.producer.Close()
@@ -216,7 +249,11 @@ func (r *Runner) pollOnce() error {
 	if len(r.batch) > 0 {
 		timeout = max(time.Millisecond, r.p.Commit.Interval-time.Since(r.batchStart))
 	}
-	switch e := r.consumer.Poll(int(timeout.Milliseconds())).(type) {
+	ev := r.consumer.Poll(int(timeout.Milliseconds()))
+	if r.fatal != nil {
+		return r.fatal
+	}
+	switch e := ev.(type) {
 	case *kafka.Message:
 		if e.TopicPartition.Error != nil {
 			r.log.Warn("consume error", zap.Error(e.TopicPartition.Error))
@@ -224,8 +261,10 @@ func (r *Runner) pollOnce() error {
 		}
 		if len(r.batch) == 0 {
 			r.batchStart = time.Now()
+			r.proc = pipeline.NewBatch(r.work, r.opts.Chain, r.opts.Concurrency)
 		}
 		r.batch = append(r.batch, e)
+		r.proc.Add(toRecord(e))
 		r.batchBytes += len(e.Key) + len(e.Value)
 		r.m.RecordsIn.Inc()
 	case kafka.Error:
@@ -243,8 +282,9 @@ func (r *Runner) batchDue() bool {
 		time.Since(r.batchStart) >= r.p.Commit.Interval)
 }
 
-// rebalance runs inside Poll or Close. No transaction is open then; the batch
-// collected so far is dropped and the consumer resumes from committed offsets.
+// rebalance runs inside Poll or Close. The commit in flight is settled first
+// (so the next owner sees its offsets), then the batch collected so far is
+// dropped and the consumer resumes from committed offsets.
 func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
@@ -253,6 +293,9 @@ func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		r.m.SetReady(len(e.Partitions) > 0)
 		return c.Assign(e.Partitions)
 	case kafka.RevokedPartitions:
+		if _, err := r.settle(context.Background(), false); err != nil && r.fatal == nil {
+			r.fatal = err
+		}
 		r.log.Info("partitions revoked; dropping the uncommitted batch",
 			zap.String("partitions", fmt.Sprint(e.Partitions)), zap.Int("records", len(r.batch)), zap.Bool("lost", c.AssignmentLost()))
 		r.resetBatch()
@@ -263,48 +306,89 @@ func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	return nil
 }
 
+// resetBatch drops the batch, cancelling transforms still in flight.
 func (r *Runner) resetBatch() {
+	if r.proc != nil {
+		r.proc.Discard()
+		r.proc = nil
+	}
 	r.batch = r.batch[:0]
 	r.batchBytes = 0
 }
 
-// flush transforms the batch and commits its output with the consumer positions
-// in one transaction. After an abort the consumer is rewound to the batch's start.
+// flush waits for the batch's transforms, settles the previous transaction and
+// hands the batch to the committer goroutine.
 func (r *Runner) flush(ctx context.Context) error {
-	records := make([]*pipeline.Record, len(r.batch))
-	for i, m := range r.batch {
-		records[i] = toRecord(m)
+	collected := time.Now()
+	records := r.proc.Records()
+	out, transformErr := r.proc.Wait()
+	transformed := time.Now()
+	if aborted, err := r.settle(ctx, true); err != nil || aborted {
+		// The previous batch aborted: the consumer went back to its start and
+		// this batch was dropped, to be read again.
+		return err
 	}
-	out, err := pipeline.ProcessBatch(ctx, r.opts.Chain, records, r.opts.Concurrency)
-	if err != nil {
-		return r.transformFailed(ctx, err)
+	if transformErr != nil {
+		return r.transformFailed(ctx, transformErr)
 	}
+	settled := time.Now()
 	r.m.Paused.Set(0)
 	r.outages = 0
-	if err := r.commit(ctx, records, out); err != nil {
-		var abort *abortError
-		if !errors.As(err, &abort) {
-			return err
-		}
-		r.aborts++
-		r.m.TxnAborts.Inc()
-		r.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.err), zap.Int("consecutive_aborts", r.aborts))
-		if err := r.abort(ctx); err != nil {
-			return err
-		}
-		if err := r.rewind(); err != nil {
-			return err
-		}
-		if r.aborts >= maxConsecutiveAborts {
-			return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %v", ErrFatal, r.aborts, abort.err)
-		}
-		// A cause that outlives one attempt (a topic limit being raised, a broker
-		// restarting) gets time to clear: 1s, 2s, 4s, 8s before giving up.
-		r.wait(ctx, time.Duration(1<<(r.aborts-1))*time.Second)
-		return nil
+	if err := r.handOff(ctx, records, out, firstOffsets(r.batch)); err != nil {
+		return err
 	}
-	r.aborts = 0
+	if ce := r.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
+		ce.Write(zap.Int("records", len(r.batch)), zap.Int("bytes", r.batchBytes),
+			zap.Duration("collect", collected.Sub(r.batchStart)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
+			zap.Duration("settle_previous", settled.Sub(transformed)))
+	}
 	r.resetBatch()
+	return nil
+}
+
+// settle waits for the commit in flight. A commit that must abort is aborted and,
+// with rewind, the consumer goes back to the start of that batch (dropping the
+// batch collected since); aborted reports that. Fatal errors are returned.
+func (r *Runner) settle(ctx context.Context, rewind bool) (aborted bool, err error) {
+	if r.pending == nil {
+		return false, nil
+	}
+	p := r.pending
+	r.pending = nil
+	err = <-p.done
+	if err == nil {
+		r.aborts = 0
+		return false, nil
+	}
+	var abort *abortError
+	if !errors.As(err, &abort) {
+		return false, err
+	}
+	return true, r.recover(ctx, abort, p.start, rewind)
+}
+
+// recover aborts the open transaction after a failure that requires it and,
+// with rewind, seeks back to start (and to the start of the batch in hand),
+// drops the batch and backs off. The fifth abort in a row is fatal.
+func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.TopicPartition, rewind bool) error {
+	r.aborts++
+	r.m.TxnAborts.Inc()
+	r.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.err), zap.Int("consecutive_aborts", r.aborts))
+	if err := r.abort(ctx); err != nil {
+		return err
+	}
+	if !rewind {
+		return nil // the partitions are being revoked: their next owner resumes
+	}
+	if err := r.rewind(start); err != nil {
+		return err
+	}
+	if r.aborts >= maxConsecutiveAborts {
+		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %v", ErrFatal, r.aborts, abort.err)
+	}
+	// A cause that outlives one attempt (a topic limit being raised, a broker
+	// restarting) gets time to clear: 1s, 2s, 4s, 8s before giving up.
+	r.wait(ctx, time.Duration(1<<(r.aborts-1))*time.Second)
 	return nil
 }
 
@@ -314,7 +398,7 @@ func (r *Runner) flush(ctx context.Context) error {
 // instance loudly (records it cannot process are not dropped).
 func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return r.rewind()
+		return r.rewind(nil)
 	}
 	if !stores.IsRetryable(err) {
 		return fmt.Errorf("%w: %v", ErrFatal, err)
@@ -325,7 +409,7 @@ func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	r.outages++
 	r.log.Error("payload store unavailable past its budget: pipeline paused, the batch will be retried",
 		zap.Error(err), zap.Duration("retry_in", backoff), zap.Int("attempt", r.outages))
-	if err := r.rewind(); err != nil {
+	if err := r.rewind(nil); err != nil {
 		return err
 	}
 	r.wait(ctx, backoff)
@@ -343,23 +427,37 @@ func (r *Runner) wait(ctx context.Context, d time.Duration) {
 	}
 }
 
-// rewind seeks every partition of the batch back to its first record in the batch
-// and drops the batch.
-func (r *Runner) rewind() error {
-	first := map[string]kafka.TopicPartition{}
-	for _, m := range r.batch {
+// firstOffsets returns each partition's first offset in msgs.
+func firstOffsets(msgs []*kafka.Message) []kafka.TopicPartition {
+	var out []kafka.TopicPartition
+	seen := map[string]bool{}
+	for _, m := range msgs {
 		k := *m.TopicPartition.Topic + "/" + strconv.Itoa(int(m.TopicPartition.Partition))
-		if _, seen := first[k]; !seen {
-			first[k] = m.TopicPartition
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, kafka.TopicPartition{Topic: m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: m.TopicPartition.Offset})
+		}
+	}
+	return out
+}
+
+// rewind seeks every partition back to the lower of its offset in also and its
+// first offset in the batch in hand, and drops the batch.
+func (r *Runner) rewind(also []kafka.TopicPartition) error {
+	to := map[string]kafka.TopicPartition{}
+	for _, tp := range append(firstOffsets(r.batch), also...) {
+		k := *tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
+		if cur, ok := to[k]; !ok || tp.Offset < cur.Offset {
+			to[k] = tp
 		}
 	}
 	r.resetBatch()
-	if len(first) == 0 {
+	if len(to) == 0 {
 		return nil
 	}
-	tps := make([]kafka.TopicPartition, 0, len(first))
-	for _, tp := range first {
-		tps = append(tps, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: tp.Offset})
+	tps := make([]kafka.TopicPartition, 0, len(to))
+	for _, tp := range to {
+		tps = append(tps, tp)
 	}
 	res, err := r.consumer.SeekPartitions(tps)
 	if err != nil {
@@ -420,8 +518,34 @@ func (r *Runner) abort(ctx context.Context) error {
 	return err
 }
 
-func (r *Runner) commit(ctx context.Context, in, out []*pipeline.Record) error {
-	start := time.Now()
+// handOff takes the consumer positions after the batch and starts the
+// committer goroutine, which opens a transaction, produces the batch's output,
+// sends the positions and commits, while this goroutine collects the next batch.
+func (r *Runner) handOff(ctx context.Context, in, out []*pipeline.Record, start []kafka.TopicPartition) error {
+	positions, err := r.consumer.Position(r.assigned)
+	if err != nil {
+		return fmt.Errorf("%w: reading consumer positions: %v", ErrFatal, err)
+	}
+	offsets := positions[:0]
+	for _, tp := range positions {
+		if tp.Offset >= 0 {
+			offsets = append(offsets, tp)
+		}
+	}
+	meta, err := r.consumer.GetConsumerGroupMetadata()
+	if err != nil {
+		return fmt.Errorf("%w: reading group metadata: %v", ErrFatal, err)
+	}
+	p := &pendingCommit{done: make(chan error, 1), start: start}
+	r.pending = p
+	go func() { p.done <- r.transact(ctx, in, out, offsets, meta) }()
+	return nil
+}
+
+// transact runs one transaction in the committer goroutine; no other
+// transactional or producer call runs meanwhile (see settle).
+func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata) error {
+	began := time.Now()
 	if err := r.txnCall(ctx, "BeginTransaction", r.producer.BeginTransaction); err != nil {
 		return err
 	}
@@ -435,20 +559,6 @@ func (r *Runner) commit(ctx context.Context, in, out []*pipeline.Record) error {
 		}
 		r.count(in[i], rec)
 	}
-	positions, err := r.consumer.Position(r.assigned)
-	if err != nil {
-		return &abortError{err: fmt.Errorf("reading consumer positions: %w", err)}
-	}
-	offsets := positions[:0]
-	for _, tp := range positions {
-		if tp.Offset >= 0 {
-			offsets = append(offsets, tp)
-		}
-	}
-	meta, err := r.consumer.GetConsumerGroupMetadata()
-	if err != nil {
-		return &abortError{err: fmt.Errorf("reading group metadata: %w", err)}
-	}
 	txnCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := r.txnCall(ctx, "SendOffsetsToTransaction", func() error {
@@ -460,7 +570,7 @@ func (r *Runner) commit(ctx context.Context, in, out []*pipeline.Record) error {
 		return err
 	}
 	r.m.TxnCommits.Inc()
-	r.m.TxnLatency.Observe(time.Since(start).Seconds())
+	r.m.TxnLatency.Observe(time.Since(began).Seconds())
 	return nil
 }
 
