@@ -100,9 +100,22 @@ type Store struct {
 // Step is one transform of the chain. Its settings beyond `type` are decoded into
 // the typed config its transform registered (see package transforms).
 type Step struct {
-	Type     string         `key:"type" required:"true"`
+	Type string `key:"type" required:"true"`
+	// If gates the step: it applies only to records the predicate matches (with
+	// Negate, only to those it does not match); others pass through unchanged.
+	If       *Condition     `key:"if"`
+	Negate   bool           `key:"negate"`
 	Settings map[string]any `key:",remain"`
 	// Config is the decoded, validated transform config.
+	Config any
+}
+
+// Condition is a step's predicate. Its settings beyond `type` are decoded into
+// the typed config its predicate registered (see package transforms).
+type Condition struct {
+	Type     string         `key:"type" required:"true"`
+	Settings map[string]any `key:",remain"`
+	// Config is the decoded, validated predicate config.
 	Config any
 }
 

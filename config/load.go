@@ -255,12 +255,33 @@ func (p *Pipeline) decodeParts(path string, problems *settings.Problems) {
 		}
 		step.Config = kind.NewConfig()
 		*problems = append(*problems, settings.Decode(stepPath, step.Settings, step.Config)...)
+		switch {
+		case step.If != nil:
+			p.decodeCondition(stepPath+".if", step.If, problems)
+		case kind.NeedsPredicate:
+			problems.Add(stepPath+".if", "required: %s applies to the records a predicate matches, for example if: {type: has_header, name: skip}", step.Type)
+		case step.Negate:
+			problems.Add(stepPath+".negate", "has no effect without if: a predicate")
+		}
 		if user, ok := step.Config.(transforms.StoreUser); ok && user.StoreName() != "" {
 			if _, defined := p.Stores[user.StoreName()]; !defined {
 				problems.Add(stepPath+".store", "names store %q, which is not defined under %s.stores%s", user.StoreName(), path, definedStores(p.Stores))
 			}
 		}
 	}
+}
+
+func (p *Pipeline) decodeCondition(path string, c *Condition, problems *settings.Problems) {
+	if c.Type == "" {
+		return
+	}
+	kind, ok := transforms.Predicates.Lookup(c.Type)
+	if !ok {
+		problems.Add(path+".type", "unknown predicate type %q (known: %s)", c.Type, strings.Join(transforms.Predicates.Types(), ", "))
+		return
+	}
+	c.Config = kind.NewConfig()
+	*problems = append(*problems, settings.Decode(path, c.Settings, c.Config)...)
 }
 
 func definedStores(m map[string]*Store) string {

@@ -26,6 +26,9 @@ type Record struct {
 	Value     []byte
 	Headers   []Header
 	Timestamp time.Time
+	// Destination is the topic the record is produced to; empty means the
+	// pipeline's slim topic. The route transform sets it.
+	Destination string
 }
 
 // IsTombstone reports whether the record deletes its key (a null value).

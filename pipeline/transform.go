@@ -10,3 +10,25 @@ import "context"
 type Transform interface {
 	Apply(ctx context.Context, r *Record) (*Record, error)
 }
+
+// Predicate decides whether a step applies to a record. It never changes it.
+type Predicate interface {
+	Test(r *Record) bool
+}
+
+// Gate applies Step to the records Predicate matches (or, with Negate, to those
+// it does not match) and passes every other record through unchanged: a
+// Kafka Connect transform with a predicate.
+type Gate struct {
+	Predicate Predicate
+	Negate    bool
+	Step      Transform
+}
+
+// Apply implements Transform.
+func (g Gate) Apply(ctx context.Context, r *Record) (*Record, error) {
+	if g.Predicate.Test(r) == g.Negate {
+		return r, nil
+	}
+	return g.Step.Apply(ctx, r)
+}

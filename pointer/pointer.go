@@ -33,6 +33,13 @@ const (
 // Codecs a stored payload may be encoded with.
 const CodecNone = "none"
 
+// Headers of a value kept inline but compressed (the compress_inline step): the
+// value is the named codec's encoding of HeaderInlineSize bytes (decimal).
+const (
+	HeaderInlineCodec = "offloader-codec"
+	HeaderInlineSize  = "offloader-size"
+)
+
 // MaxEncodedSize bounds a pointer's JSON value; a longer value is not a pointer.
 // (A key is at most 1,024 bytes; the rest is well under 1 KiB.)
 const MaxEncodedSize = 4096

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/settings"
@@ -19,6 +21,9 @@ const (
 	// KeyBySourceOffset names an object <prefix>/<topic>/<partition>/<offset>:
 	// re-running an aborted transaction overwrites the same object.
 	KeyBySourceOffset = "source_offset"
+	// KeyByContentHash names an object <prefix>/sha256/<hex of the value>:
+	// equal values share one object.
+	KeyByContentHash = "content_hash"
 )
 
 // ThresholdAuto derives the threshold from the slim topic's limits.
@@ -36,6 +41,8 @@ const AutoThresholdHeadroom = 4 * settings.KiB
 //	    store: blob
 //	    threshold: auto      # or a size: 256KiB
 //	    prefix: orders       # default: the pipeline name
+//	    compression: zstd    # none (default), zstd, gzip, lz4 or snappy
+//	    key_mode: source_offset   # or content_hash
 type OffloadConfig struct {
 	// Store names the payload store under the pipeline's `stores:`.
 	Store string `key:"store" required:"true"`
@@ -45,8 +52,10 @@ type OffloadConfig struct {
 	Threshold string `key:"threshold"`
 	// Prefix starts every object key; default: the pipeline's name.
 	Prefix string `key:"prefix"`
-	// KeyMode chooses object keys; "source_offset" is the only mode for now.
+	// KeyMode chooses object keys: "source_offset" or "content_hash".
 	KeyMode string `key:"key_mode"`
+	// Compression compresses the stored bytes; the pointer's codec names it.
+	Compression string `key:"compression"`
 }
 
 // StoreName implements StoreUser.
@@ -66,14 +75,19 @@ func (c *OffloadConfig) Validate(path string, problems *settings.Problems) {
 			problems.Add(path+".prefix", "%v", err)
 		}
 	}
-	if c.KeyMode != KeyBySourceOffset {
-		problems.Add(path+".key_mode", "must be %q, got %q", KeyBySourceOffset, c.KeyMode)
+	if c.KeyMode != KeyBySourceOffset && c.KeyMode != KeyByContentHash {
+		problems.Add(path+".key_mode", "must be %q or %q, got %q", KeyBySourceOffset, KeyByContentHash, c.KeyMode)
+	}
+	if c.Compression != codec.None && !codec.Known(c.Compression) {
+		problems.Add(path+".compression", "must be none, %s, got %q", strings.Join(codec.Names, ", "), c.Compression)
 	}
 }
 
 func init() {
 	Register("offload", Kind{
-		NewConfig: func() any { return &OffloadConfig{Threshold: ThresholdAuto, KeyMode: KeyBySourceOffset} },
+		NewConfig: func() any {
+			return &OffloadConfig{Threshold: ThresholdAuto, KeyMode: KeyBySourceOffset, Compression: codec.None}
+		},
 		New: func(config any, deps Deps) (pipeline.Transform, error) {
 			return NewOffload(*config.(*OffloadConfig), deps)
 		},
@@ -88,6 +102,8 @@ type Offload struct {
 	prefix    string
 	pipeline  string
 	retry     stores.RetryPolicy
+	keyMode   string
+	codec     string
 }
 
 // NewOffload builds the offload step. An "auto" threshold needs deps.SlimTopicLimit.
@@ -96,7 +112,7 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 	if !ok {
 		return nil, fmt.Errorf("offload: store %q is not open", cfg.Store)
 	}
-	threshold, err := offloadThreshold(cfg.Threshold, deps)
+	threshold, err := sizeThreshold("offload", cfg.Threshold, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -111,10 +127,14 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 		prefix:    prefix,
 		pipeline:  deps.Pipeline,
 		retry:     stores.DefaultRetryPolicy(deps.StoreBudget),
+		keyMode:   cfg.KeyMode,
+		codec:     cfg.Compression,
 	}, nil
 }
 
-func offloadThreshold(setting string, deps Deps) (int, error) {
+// sizeThreshold turns a step's threshold setting into bytes: a size, or "auto"
+// (the slim topic's limit less AutoThresholdHeadroom), logging the figures.
+func sizeThreshold(step, setting string, deps Deps) (int, error) {
 	logger := deps.Logger
 	if logger == nil {
 		logger = zap.NewNop()
@@ -122,22 +142,22 @@ func offloadThreshold(setting string, deps Deps) (int, error) {
 	if setting != ThresholdAuto {
 		size, err := settings.ParseSize(setting)
 		if err != nil {
-			return 0, fmt.Errorf("offload: threshold: %w", err)
+			return 0, fmt.Errorf("%s: threshold: %w", step, err)
 		}
 		if deps.SlimTopicLimit > 0 && int(size) > deps.SlimTopicLimit {
-			return 0, fmt.Errorf("offload: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", size, deps.SlimTopicLimit)
+			return 0, fmt.Errorf("%s: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", step, size, deps.SlimTopicLimit)
 		}
-		logger.Info("offload threshold set", zap.Int("threshold_bytes", int(size)), zap.Int("slim_topic_limit_bytes", deps.SlimTopicLimit))
+		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(size)), zap.Int("slim_topic_limit_bytes", deps.SlimTopicLimit))
 		return int(size), nil
 	}
 	if deps.SlimTopicLimit <= 0 {
-		return 0, fmt.Errorf("offload: threshold auto needs the slim topic's size limit, which is unknown")
+		return 0, fmt.Errorf("%s: threshold auto needs the slim topic's size limit, which is unknown", step)
 	}
 	threshold := deps.SlimTopicLimit - int(AutoThresholdHeadroom)
 	if threshold < int(settings.KiB) {
-		return 0, fmt.Errorf("offload: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", deps.SlimTopicLimit, AutoThresholdHeadroom)
+		return 0, fmt.Errorf("%s: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", step, deps.SlimTopicLimit, AutoThresholdHeadroom)
 	}
-	logger.Info("offload threshold derived from the slim topic's limit",
+	logger.Info("threshold derived from the slim topic's limit", zap.String("step", step),
 		zap.Int("threshold_bytes", threshold),
 		zap.Int("slim_topic_limit_bytes", deps.SlimTopicLimit),
 		zap.Int("headroom_bytes", int(AutoThresholdHeadroom)))
@@ -147,8 +167,12 @@ func offloadThreshold(setting string, deps Deps) (int, error) {
 // Threshold is the estimated record size above which values are offloaded.
 func (o *Offload) Threshold() int { return o.threshold }
 
-// objectKey is where the value of the record at topic/partition/offset is stored.
-func (o *Offload) objectKey(r *pipeline.Record) string {
+// objectKey is where the value of r is stored: by source position, or by the
+// value's SHA-256 (hex) for key_mode content_hash.
+func (o *Offload) objectKey(r *pipeline.Record, digest string) string {
+	if o.keyMode == KeyByContentHash {
+		return o.prefix + "/sha256/" + digest
+	}
 	return o.prefix + "/" + r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 }
 
@@ -158,7 +182,15 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 	if r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold {
 		return r, nil
 	}
-	key := o.objectKey(r)
+	digest := pointer.Digest(sha256.Sum256(r.Value))
+	stored := r.Value
+	if o.codec != codec.None {
+		var err error
+		if stored, err = codec.Encode(o.codec, r.Value); err != nil {
+			return nil, fmt.Errorf("offload: compressing: %w", err)
+		}
+	}
+	key := o.objectKey(r, digest)
 	meta := stores.Metadata{
 		"source_topic":     r.Topic,
 		"source_partition": strconv.Itoa(int(r.Partition)),
@@ -166,7 +198,7 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 		"pipeline":         o.pipeline,
 	}
 	err := o.retry.Do(ctx, func(ctx context.Context) error {
-		return o.store.Put(ctx, key, r.Value, meta)
+		return o.store.Put(ctx, key, stored, meta)
 	})
 	if err != nil {
 		return nil, err
@@ -175,9 +207,9 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 		Store:      o.storeName,
 		Key:        key,
 		Size:       int64(len(r.Value)),
-		SHA256:     pointer.Digest(sha256.Sum256(r.Value)),
-		Codec:      pointer.CodecNone,
-		StoredSize: int64(len(r.Value)),
+		SHA256:     digest,
+		Codec:      o.codec,
+		StoredSize: int64(len(stored)),
 	}
 	out := r.WithHeader(pointer.HeaderLargeMessage, []byte("true"))
 	out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
@@ -51,7 +52,7 @@ func (m *memStore) Close() error                                      { return n
 
 func newTestOffload(t *testing.T, store *memStore, threshold string, budget time.Duration) *Offload {
 	t.Helper()
-	o, err := NewOffload(OffloadConfig{Store: "mem", Threshold: threshold, KeyMode: KeyBySourceOffset},
+	o, err := NewOffload(OffloadConfig{Store: "mem", Threshold: threshold, KeyMode: KeyBySourceOffset, Compression: codec.None},
 		Deps{Pipeline: "orders", Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588, StoreBudget: budget})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestAutoThresholdFollowsSlimTopicLimit(t *testing.T) {
 	if got := newTestOffload(t, store, "auto", time.Second).Threshold(); got != 1048588-4096 {
 		t.Errorf("auto threshold = %d, want %d", got, 1048588-4096)
 	}
-	_, err := NewOffload(OffloadConfig{Store: "mem", Threshold: "2MiB", KeyMode: KeyBySourceOffset},
+	_, err := NewOffload(OffloadConfig{Store: "mem", Threshold: "2MiB", KeyMode: KeyBySourceOffset, Compression: codec.None},
 		Deps{Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588})
 	if err == nil {
 		t.Error("threshold over the slim topic limit was accepted")

@@ -26,6 +26,8 @@ import (
 type Deps struct {
 	// Pipeline is the pipeline's name.
 	Pipeline string
+	// SourceTopics are the topics the pipeline consumes.
+	SourceTopics []string
 	// Stores are the pipeline's open payload stores by configured name.
 	Stores map[string]stores.Store
 	// SlimTopicLimit is the largest record, in bytes, the slim topic and the
@@ -43,6 +45,29 @@ type Kind struct {
 	NewConfig func() any
 	// New builds the transform from its decoded config.
 	New func(config any, deps Deps) (pipeline.Transform, error)
+	// NeedsPredicate is set for steps that mean nothing without `if:` (filter).
+	NeedsPredicate bool
+}
+
+// PredicateKind is what a predicate type registers.
+type PredicateKind struct {
+	NewConfig func() any
+	New       func(config any) (pipeline.Predicate, error)
+}
+
+// Predicates is the registry of predicate types.
+var Predicates settings.Registry[PredicateKind]
+
+// RegisterPredicate makes a predicate type available by name.
+func RegisterPredicate(typ string, k PredicateKind) { Predicates.Register(typ, k) }
+
+// NewPredicate builds a predicate of type typ from its decoded config.
+func NewPredicate(typ string, config any) (pipeline.Predicate, error) {
+	k, ok := Predicates.Lookup(typ)
+	if !ok {
+		return nil, fmt.Errorf("unknown predicate type %q (known: %v)", typ, Predicates.Types())
+	}
+	return k.New(config)
 }
 
 // StoreUser is implemented by transform configs that name a payload store, so that

@@ -127,6 +127,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 	}
 	deps := transforms.Deps{
 		Pipeline:       p.Name,
+		SourceTopics:   p.Source.Topics,
 		Stores:         open,
 		SlimTopicLimit: topology.SlimLimit(),
 		StoreBudget:    p.Errors.StoreBudget,
@@ -137,6 +138,13 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		t, err := transforms.New(step.Type, step.Config, deps)
 		if err != nil {
 			return fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
+		}
+		if step.If != nil {
+			pred, err := transforms.NewPredicate(step.If.Type, step.If.Config)
+			if err != nil {
+				return fmt.Errorf("transforms[%d].if (%s): %w", i, step.If.Type, err)
+			}
+			t = pipeline.Gate{Predicate: pred, Negate: step.Negate, Step: t}
 		}
 		chain = append(chain, t)
 	}

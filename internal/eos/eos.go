@@ -585,8 +585,12 @@ func (r *Runner) count(in, out *pipeline.Record) {
 }
 
 func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
+	topic := r.p.SlimTopic
+	if rec.Destination != "" {
+		topic = rec.Destination
+	}
 	msg := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &r.p.SlimTopic, Partition: kafka.PartitionAny},
+		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
 		Key:            rec.Key,
 		Value:          rec.Value,
 		Timestamp:      rec.Timestamp,
@@ -616,7 +620,7 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 			continue
 		}
 		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %v",
-			ErrFatal, rec.Topic, rec.Partition, rec.Offset, r.p.SlimTopic, len(rec.Value), err)
+			ErrFatal, rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value), err)
 	}
 }
 

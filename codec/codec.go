@@ -1,0 +1,139 @@
+// Package codec compresses and decompresses payloads by name: the codecs a
+// pointer's "codec" field and the compress_inline header may name. Each is a
+// standard, self-contained format that other languages read with common
+// libraries:
+//
+//	zstd    a Zstandard frame (RFC 8878)
+//	gzip    a gzip member (RFC 1952)
+//	lz4     an LZ4 frame (the LZ4 frame format, not a raw block)
+//	snappy  a Snappy block (the raw block format, not the framing format)
+//
+// Decoding is bounded: the caller states the decoded size it expects (from a
+// pointer or a header), and more output than that is an error, not an
+// allocation, so a forged or corrupt payload cannot exhaust memory.
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Codec names.
+const (
+	None   = "none"
+	Zstd   = "zstd"
+	Gzip   = "gzip"
+	LZ4    = "lz4"
+	Snappy = "snappy"
+)
+
+// Names lists the codecs that compress, in the order the docs list them.
+var Names = []string{Zstd, Gzip, LZ4, Snappy}
+
+// ErrUnknown is returned for a codec name this package does not know.
+var ErrUnknown = errors.New("unknown codec")
+
+// Known reports whether name is a codec that compresses (not "none").
+func Known(name string) bool {
+	for _, n := range Names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+)
+
+// Encode compresses src with the named codec.
+func Encode(name string, src []byte) ([]byte, error) {
+	switch name {
+	case Zstd:
+		return zstdEncoder.EncodeAll(src, make([]byte, 0, len(src)/2)), nil
+	case Gzip:
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case LZ4:
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case Snappy:
+		return snappy.Encode(nil, src), nil
+	}
+	return nil, fmt.Errorf("%w %q (known: none, zstd, gzip, lz4, snappy)", ErrUnknown, name)
+}
+
+// Decode decompresses src, which must decode to exactly size bytes.
+func Decode(name string, src []byte, size int64) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("codec %s: negative expected size %d", name, size)
+	}
+	var r io.Reader
+	switch name {
+	case Zstd:
+		// A frame header may declare its size; refuse before allocating.
+		if h := (zstd.Header{}); h.Decode(src) == nil && h.HasFCS && h.FrameContentSize != uint64(size) {
+			return nil, fmt.Errorf("codec zstd: frame holds %d bytes, expected %d", h.FrameContentSize, size)
+		}
+		dec, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(size)+1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("codec zstd: %w", err)
+		}
+		defer dec.Close()
+		r = dec
+	case Gzip:
+		zr, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("codec gzip: %w", err)
+		}
+		r = zr
+	case LZ4:
+		r = lz4.NewReader(bytes.NewReader(src))
+	case Snappy:
+		n, err := snappy.DecodedLen(src)
+		if err != nil {
+			return nil, fmt.Errorf("codec snappy: %w", err)
+		}
+		if int64(n) != size {
+			return nil, fmt.Errorf("codec snappy: block holds %d bytes, expected %d", n, size)
+		}
+		out, err := snappy.Decode(nil, src)
+		if err != nil {
+			return nil, fmt.Errorf("codec snappy: %w", err)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("%w %q (known: none, zstd, gzip, lz4, snappy)", ErrUnknown, name)
+	}
+	out := bytes.NewBuffer(make([]byte, 0, size))
+	n, err := io.Copy(out, io.LimitReader(r, size+1))
+	if err != nil {
+		return nil, fmt.Errorf("codec %s: %w", name, err)
+	}
+	if n != size {
+		return nil, fmt.Errorf("codec %s: decodes to more or fewer bytes than the %d expected", name, size)
+	}
+	return out.Bytes(), nil
+}
