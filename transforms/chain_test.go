@@ -91,7 +91,7 @@ func TestPredicates(t *testing.T) {
 		{"has_header", map[string]any{"name": "tenant", "value": "acme"}, record(nil, "tenant", "other"), false},
 		{"has_header", map[string]any{"name": "tenant", "value": ""}, record(nil, "tenant", ""), true},
 		{"has_header", map[string]any{"name": "tenant"}, record(nil), false},
-		{"size_over", map[string]any{"size": "1KiB"}, record(make([]byte, 1024)), true},     // 1024 + framing
+		{"size_over", map[string]any{"size": "1KiB"}, record(make([]byte, 1024)), true}, // 1024 + framing
 		{"size_over", map[string]any{"size": "1KiB"}, record(make([]byte, 900)), false},
 		{"is_tombstone", nil, record(nil), true},
 		{"is_tombstone", nil, record([]byte{}), false}, // an empty value is not a tombstone

@@ -19,7 +19,7 @@ import (
 // offloader-size (the original value's bytes); consumers undo it as
 // docs/pointer-format.md describes (rehydrate does).
 //
-//	- {type: compress_inline, codec: zstd, threshold: auto}
+//   - {type: compress_inline, codec: zstd, threshold: auto}
 type CompressInlineConfig struct {
 	Codec     string `key:"codec"`
 	Threshold string `key:"threshold"`

@@ -21,8 +21,8 @@ var headerSources = map[string]func(r *pipeline.Record) string{
 // InsertHeaderConfig adds one header: a static value, or the record's source
 // topic, partition, offset or timestamp (milliseconds since the epoch).
 //
-//	- {type: insert_header, name: source-offset, from: offset}
-//	- {type: insert_header, name: env, value: prod}
+//   - {type: insert_header, name: source-offset, from: offset}
+//   - {type: insert_header, name: env, value: prod}
 type InsertHeaderConfig struct {
 	Name  string  `key:"name" required:"true"`
 	Value *string `key:"value"`
@@ -57,7 +57,7 @@ func (t insertHeader) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Re
 // DropHeadersConfig removes the headers with any of the names, or whose name
 // matches the pattern (a regular expression matched against the whole name).
 //
-//	- {type: drop_headers, names: [debug-trace], pattern: 'x-internal-.*'}
+//   - {type: drop_headers, names: [debug-trace], pattern: 'x-internal-.*'}
 type DropHeadersConfig struct {
 	Names   []string `key:"names"`
 	Pattern string   `key:"pattern"`
@@ -99,7 +99,7 @@ func (t dropHeaders) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Rec
 
 // RenameHeaderConfig renames every header called from to to, in place.
 //
-//	- {type: rename_header, from: traceparent, to: upstream-traceparent}
+//   - {type: rename_header, from: traceparent, to: upstream-traceparent}
 type RenameHeaderConfig struct {
 	From string `key:"from" required:"true"`
 	To   string `key:"to" required:"true"`

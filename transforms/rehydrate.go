@@ -21,7 +21,7 @@ import (
 // other records pass unchanged. A pipeline slim -> fat with this step serves
 // consumers that cannot resolve pointers yet.
 //
-//	- {type: rehydrate, max_size: 64MiB}
+//   - {type: rehydrate, max_size: 64MiB}
 type RehydrateConfig struct {
 	// MaxSize refuses payloads larger than this (a forged pointer's size).
 	MaxSize settings.Size `key:"max_size"`

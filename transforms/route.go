@@ -17,8 +17,8 @@ import (
 // header's value; a record without it is an error). Braces, because the file's
 // ${...} is environment interpolation.
 //
-//	- type: route
-//	  topic: 'orders.slim.{header:tenant}'
+//   - type: route
+//     topic: 'orders.slim.{header:tenant}'
 type RouteConfig struct {
 	Topic string `key:"topic" required:"true"`
 }
