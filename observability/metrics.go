@@ -27,6 +27,7 @@ type Metrics struct {
 	StoreLatency      *prometheus.HistogramVec
 	TxnCommits        prometheus.Counter
 	TxnAborts         prometheus.Counter
+	DeadLettered      prometheus.Counter
 	TxnLatency        prometheus.Histogram
 	ConsumerLag       *prometheus.GaugeVec
 	Paused            prometheus.Gauge
@@ -53,6 +54,7 @@ func NewMetrics(pipeline string) *Metrics {
 		Passthrough:    f("passthrough_records_total", "Records produced with their value inline."),
 		TxnCommits:     f("transactions_committed_total", "Kafka transactions committed."),
 		TxnAborts:      f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
+		DeadLettered:   f("dead_lettered_records_total", "Records sent to the dead-letter topic (in the transaction that commits their offsets)."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"sort"
 	"sync"
 )
 
@@ -11,10 +12,12 @@ import (
 // next ones). Wait returns the outputs in input order: out[i] belongs to the
 // i-th record added and is nil where the chain dropped the record.
 //
-// The first failure cancels the records still in flight; Wait returns it as a
-// *RecordError once they have finished: the failure itself, not the
-// cancellation it caused in its neighbours, so that the caller classifies the
-// real cause (a store outage pauses, a poison record does not).
+// A failure the batch's isolate function accepts stays with its record (Wait
+// lists it; the caller dead-letters that record) and the others go on. Any other
+// failure cancels the records still in flight; Wait returns it as a *RecordError
+// once they have finished: the failure itself, not the cancellation it caused
+// in its neighbours, so that the caller classifies the real cause (a store
+// outage pauses the pipeline).
 //
 // Add, Wait and Discard are called from one goroutine.
 type Batch struct {
@@ -26,9 +29,11 @@ type Batch struct {
 	workers sync.WaitGroup
 	added   []*job
 	done    bool
+	isolate func(error) bool
 
-	mu    sync.Mutex
-	first *RecordError
+	mu     sync.Mutex
+	first  *RecordError
+	failed []*RecordError
 }
 
 type job struct {
@@ -37,8 +42,9 @@ type job struct {
 }
 
 // NewBatch starts a batch whose records are transformed by t until ctx ends.
-func NewBatch(ctx context.Context, t Transform, concurrency int) *Batch {
-	b := &Batch{parent: ctx, t: t, jobs: make(chan *job, 1024)}
+// isolate (nil: none) picks the failures that stay with their record.
+func NewBatch(ctx context.Context, t Transform, concurrency int, isolate func(error) bool) *Batch {
+	b := &Batch{parent: ctx, t: t, jobs: make(chan *job, 1024), isolate: isolate}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	for range max(1, concurrency) {
 		b.workers.Add(1)
@@ -72,11 +78,15 @@ func (b *Batch) apply(j *job) {
 		return
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.isolate != nil && b.isolate(err) {
+		b.failed = append(b.failed, &RecordError{Index: j.index, Record: j.in, Err: err})
+		return
+	}
 	if b.first == nil {
 		b.first = &RecordError{Index: j.index, Record: j.in, Err: err}
 		b.cancel()
 	}
-	b.mu.Unlock()
 }
 
 // Len is the number of records added.
@@ -91,21 +101,23 @@ func (b *Batch) Records() []*Record {
 	return in
 }
 
-// Wait waits for every record added and returns the outputs in input order, or
-// the first failure, or the context's error if it ended first.
-func (b *Batch) Wait() ([]*Record, error) {
+// Wait waits for every record added and returns the outputs in input order
+// (nil for a dropped or failed record) with the isolated failures in input
+// order, or the first other failure, or the context's error if it ended first.
+func (b *Batch) Wait() (out []*Record, failed []*RecordError, err error) {
 	b.finish()
 	if b.first != nil {
-		return nil, b.first
+		return nil, nil, b.first
 	}
 	if err := b.parent.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]*Record, len(b.added))
+	out = make([]*Record, len(b.added))
 	for i, j := range b.added {
 		out[i] = j.out
 	}
-	return out, nil
+	sort.Slice(b.failed, func(i, k int) bool { return b.failed[i].Index < b.failed[k].Index })
+	return out, b.failed, nil
 }
 
 // Discard cancels the records in flight and waits for them to stop.

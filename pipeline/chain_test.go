@@ -15,11 +15,12 @@ func (f transformFunc) Apply(ctx context.Context, r *Record) (*Record, error) { 
 
 // process runs a whole batch through t, as the run loop does record by record.
 func process(ctx context.Context, t Transform, in []*Record, concurrency int) ([]*Record, error) {
-	b := NewBatch(ctx, t, concurrency)
+	b := NewBatch(ctx, t, concurrency, nil)
 	for _, r := range in {
 		b.Add(r)
 	}
-	return b.Wait()
+	out, _, err := b.Wait()
+	return out, err
 }
 
 // TestBatchKeepsInputOrderUnderConcurrency: outputs line up with inputs
@@ -125,7 +126,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 	b := NewBatch(context.Background(), transformFunc(func(_ context.Context, r *Record) (*Record, error) {
 		started <- r.Offset
 		return r, nil
-	}), 2)
+	}), 2, nil)
 	b.Add(&Record{Offset: 7})
 	select {
 	case off := <-started:
@@ -135,7 +136,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the record did not start before Wait")
 	}
-	out, err := b.Wait()
+	out, _, err := b.Wait()
 	if err != nil || len(out) != 1 || out[0].Offset != 7 || b.Len() != 1 || b.Records()[0].Offset != 7 {
 		t.Fatalf("out=%v err=%v", out, err)
 	}
@@ -154,7 +155,7 @@ func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 		case <-time.After(time.Minute):
 			return r, nil
 		}
-	}), 3)
+	}), 3, nil)
 	for i := range 3 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -165,5 +166,35 @@ func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 	b.Discard()
 	if d := time.Since(start); d > 5*time.Second || cancelled.Load() != 3 {
 		t.Fatalf("Discard took %s and cancelled %d of 3 records in flight", d, cancelled.Load())
+	}
+}
+
+// TestBatchIsolatesRecordFailures: a failure the batch isolates stays with its
+// record and the others finish; one it does not isolate still cancels the batch.
+func TestBatchIsolatesRecordFailures(t *testing.T) {
+	poison := errors.New("poison")
+	tr := transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		if r.Offset%3 == 1 {
+			return nil, poison
+		}
+		return r, nil
+	})
+	b := NewBatch(context.Background(), tr, 4, func(err error) bool { return errors.Is(err, poison) })
+	for i := range 9 {
+		b.Add(&Record{Offset: int64(i)})
+	}
+	out, failed, err := b.Wait()
+	if err != nil || len(out) != 9 || len(failed) != 3 {
+		t.Fatalf("out %d, failed %d, err %v", len(out), len(failed), err)
+	}
+	for k, f := range failed {
+		if f.Index != 3*k+1 || out[f.Index] != nil || !errors.Is(f, poison) {
+			t.Errorf("failure %d: %+v", k, f)
+		}
+	}
+	for i, r := range out {
+		if i%3 != 1 && (r == nil || r.Offset != int64(i)) {
+			t.Errorf("out[%d] = %v", i, r)
+		}
 	}
 }

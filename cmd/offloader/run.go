@@ -134,7 +134,22 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		Logger:         logger,
 	}
 	var chain pipeline.Chain
+	var stepNames []string
+	var deadLetterOffload pipeline.Transform
 	for i, step := range p.Transforms {
+		stepNames = append(stepNames, fmt.Sprintf("transforms[%d] (%s)", i, step.Type))
+		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok && deadLetterOffload == nil && p.Errors.DeadLetterTopic != "" {
+			// The same store and keys, with the dead-letter topic's limit.
+			dltCfg := *cfg
+			dltDeps := deps
+			dltDeps.SlimTopicLimit = topology.DeadLetterLimit()
+			dltCfg.Threshold = transforms.ThresholdAuto
+			o, err := transforms.NewOffload(dltCfg, dltDeps)
+			if err != nil {
+				return fmt.Errorf("offloading dead-letter values: %w", err)
+			}
+			deadLetterOffload = o
+		}
 		t, err := transforms.New(step.Type, step.Config, deps)
 		if err != nil {
 			return fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
@@ -150,12 +165,16 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 	}
 
 	runner, err := eos.New(eos.Options{
-		Pipeline:        p,
-		Chain:           chain,
-		Concurrency:     8,
-		ShutdownTimeout: 30 * time.Second,
-		Logger:          logger,
-		Metrics:         metrics,
+		Pipeline:          p,
+		Chain:             chain,
+		Concurrency:       8,
+		ShutdownTimeout:   30 * time.Second,
+		Logger:            logger,
+		Metrics:           metrics,
+		StepNames:         stepNames,
+		SlimLimit:         topology.SlimLimit(),
+		DeadLetterLimit:   topology.DeadLetterLimit(),
+		DeadLetterOffload: deadLetterOffload,
 	})
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
@@ -72,6 +73,16 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	Logger          *zap.Logger
 	Metrics         *observability.Metrics
+	// StepNames name the chain's steps for dead-letter headers.
+	StepNames []string
+	// SlimLimit is the largest record the slim topic and the producer accept;
+	// a record still larger after the chain fails as too large.
+	SlimLimit int
+	// DeadLetterLimit is the same for the dead-letter topic.
+	DeadLetterLimit int
+	// DeadLetterOffload offloads the value of a dead-letter record over
+	// DeadLetterLimit (nil: the pipeline has no offload step).
+	DeadLetterOffload pipeline.Transform
 }
 
 // TransactionalID returns the pipeline's transactional.id: the configured one, or
@@ -261,7 +272,7 @@ func (r *Runner) pollOnce() error {
 		}
 		if len(r.batch) == 0 {
 			r.batchStart = time.Now()
-			r.proc = pipeline.NewBatch(r.work, r.opts.Chain, r.opts.Concurrency)
+			r.proc = pipeline.NewBatch(r.work, r.opts.Chain, r.opts.Concurrency, r.deadLetters)
 		}
 		r.batch = append(r.batch, e)
 		r.proc.Add(toRecord(e))
@@ -321,7 +332,7 @@ func (r *Runner) resetBatch() {
 func (r *Runner) flush(ctx context.Context) error {
 	collected := time.Now()
 	records := r.proc.Records()
-	out, transformErr := r.proc.Wait()
+	out, failed, transformErr := r.proc.Wait()
 	transformed := time.Now()
 	if aborted, err := r.settle(ctx, true); err != nil || aborted {
 		// The previous batch aborted: the consumer went back to its start and
@@ -332,6 +343,12 @@ func (r *Runner) flush(ctx context.Context) error {
 		return r.transformFailed(ctx, transformErr)
 	}
 	settled := time.Now()
+	if err := r.deadLetter(ctx, records, out, failed); err != nil {
+		if stores.IsRetryable(err) {
+			return r.transformFailed(ctx, err)
+		}
+		return err
+	}
 	r.m.Paused.Set(0)
 	r.outages = 0
 	if err := r.handOff(ctx, records, out, firstOffsets(r.batch)); err != nil {
@@ -343,6 +360,56 @@ func (r *Runner) flush(ctx context.Context) error {
 			zap.Duration("settle_previous", settled.Sub(transformed)))
 	}
 	r.resetBatch()
+	return nil
+}
+
+// deadLetters reports whether a failure of err stays with its record, to be
+// dead-lettered, instead of stopping the batch.
+func (r *Runner) deadLetters(err error) bool {
+	return r.p.Errors.DeadLetterTopic != "" && dlt.Classify(err).DeadLetters()
+}
+
+// deadLetter checks each output against the slim topic's size gate and puts a
+// dead-letter record in the place of every record that failed, so that it
+// commits with the offsets that skip the original. Without a dead-letter topic
+// a failure stops the instance (nothing is dropped).
+func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, failed []*pipeline.RecordError) error {
+	for i, rec := range out {
+		if rec == nil || rec.Destination != "" || r.opts.SlimLimit <= 0 {
+			continue
+		}
+		if size := pipeline.EstimateRecordSize(rec); size > r.opts.SlimLimit {
+			err := &dlt.TooLargeError{Size: size, Limit: r.opts.SlimLimit, Gate: "the slim topic " + r.p.SlimTopic + " (or the producer's message.max.bytes)"}
+			if r.p.Errors.DeadLetterTopic == "" {
+				return fmt.Errorf("%w: %s/%d@%d: %v; add an offload step, raise the limits, or set errors.dead_letter_topic", ErrFatal, in[i].Topic, in[i].Partition, in[i].Offset, err)
+			}
+			out[i] = nil
+			failed = append(failed, &pipeline.RecordError{Index: i, Record: in[i], Err: err})
+		}
+	}
+	for _, f := range failed {
+		stage := "size check"
+		var se *pipeline.StepError
+		if errors.As(f.Err, &se) && se.Step < len(r.opts.StepNames) {
+			stage = r.opts.StepNames[se.Step]
+		}
+		rec := dlt.Record(dlt.Failure{Record: in[f.Index], Err: f.Err, Stage: stage, Attempts: 1, At: time.Now()},
+			r.p.Name, r.p.Errors.DeadLetterTopic)
+		if pipeline.EstimateRecordSize(rec) > r.opts.DeadLetterLimit && r.opts.DeadLetterOffload != nil {
+			var err error
+			if rec, err = r.opts.DeadLetterOffload.Apply(ctx, rec); err != nil {
+				return fmt.Errorf("offloading the value of dead-letter record %s/%d@%d: %w", in[f.Index].Topic, in[f.Index].Partition, in[f.Index].Offset, err)
+			}
+		}
+		if size := pipeline.EstimateRecordSize(rec); size > r.opts.DeadLetterLimit {
+			return fmt.Errorf("%w: %s/%d@%d failed (%v) and its dead-letter record of %d bytes is over the %d bytes the dead-letter topic %s accepts; raise its max.message.bytes or add an offload step",
+				ErrFatal, in[f.Index].Topic, in[f.Index].Partition, in[f.Index].Offset, f.Err, size, r.opts.DeadLetterLimit, r.p.Errors.DeadLetterTopic)
+		}
+		r.log.Warn("record sent to the dead-letter topic", zap.String("topic", in[f.Index].Topic),
+			zap.Int32("partition", in[f.Index].Partition), zap.Int64("offset", in[f.Index].Offset),
+			zap.String("stage", stage), zap.String("class", string(dlt.Classify(f.Err))), zap.Error(f.Err))
+		out[f.Index] = rec
+	}
 	return nil
 }
 
@@ -576,6 +643,10 @@ func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offse
 
 func (r *Runner) count(in, out *pipeline.Record) {
 	r.m.RecordsOut.Inc()
+	if out.Destination != "" && out.Destination == r.p.Errors.DeadLetterTopic {
+		r.m.DeadLettered.Inc()
+		return
+	}
 	if pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header) {
 		r.m.Offloaded.Inc()
 		r.m.OffloadedBytes.Add(float64(len(in.Value)))
@@ -595,7 +666,9 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 		Value:          rec.Value,
 		Timestamp:      rec.Timestamp,
 	}
-	if r.p.Partitioning == config.PartitioningPreserve {
+	// Dead-letter records spread by key: the dead-letter topic need not have
+	// as many partitions as the source.
+	if r.p.Partitioning == config.PartitioningPreserve && topic != r.p.Errors.DeadLetterTopic {
 		msg.TopicPartition.Partition = rec.Partition
 	}
 	if len(rec.Headers) > 0 {

@@ -24,6 +24,15 @@ type Topology struct {
 	SlimTopicMaxMessageBytes int
 	// ProducerMaxMessageBytes is the producer's message.max.bytes.
 	ProducerMaxMessageBytes int
+	// DeadLetterMaxMessageBytes is the dead-letter topic's effective
+	// max.message.bytes; 0 when the pipeline has none.
+	DeadLetterMaxMessageBytes int
+}
+
+// DeadLetterLimit is the largest record the producer and the dead-letter topic
+// both accept.
+func (t *Topology) DeadLetterLimit() int {
+	return min(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes)
 }
 
 // SlimLimit is the largest record the producer and the slim topic both accept.
@@ -83,16 +92,31 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 		}
 	}
 
-	res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: p.SlimTopic}})
-	if err != nil {
-		return nil, fmt.Errorf("reading the configuration of slim topic %q: %w", p.SlimTopic, err)
+	maxMessageBytes := func(role, topic string) (int, error) {
+		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
+		if err != nil {
+			return 0, fmt.Errorf("reading the configuration of %s %q: %w", role, topic, err)
+		}
+		entry, ok := res[0].Config["max.message.bytes"]
+		if !ok {
+			return 0, fmt.Errorf("%s %q reports no max.message.bytes", role, topic)
+		}
+		n, err := strconv.Atoi(entry.Value)
+		if err != nil {
+			return 0, fmt.Errorf("%s %q: max.message.bytes %q is not a number", role, topic, entry.Value)
+		}
+		return n, nil
 	}
-	entry, ok := res[0].Config["max.message.bytes"]
-	if !ok {
-		return nil, fmt.Errorf("slim topic %q reports no max.message.bytes", p.SlimTopic)
+	if t.SlimTopicMaxMessageBytes, err = maxMessageBytes("slim topic", p.SlimTopic); err != nil {
+		return nil, err
 	}
-	if t.SlimTopicMaxMessageBytes, err = strconv.Atoi(entry.Value); err != nil {
-		return nil, fmt.Errorf("slim topic %q: max.message.bytes %q is not a number", p.SlimTopic, entry.Value)
+	if dlt := p.Errors.DeadLetterTopic; dlt != "" {
+		if _, ok := partitions(dlt); !ok {
+			return nil, fmt.Errorf("dead-letter topic %q does not exist: offloader never creates topics by itself; create it (its max.message.bytes should be at least the source topic's)", dlt)
+		}
+		if t.DeadLetterMaxMessageBytes, err = maxMessageBytes("dead-letter topic", dlt); err != nil {
+			return nil, err
+		}
 	}
 	t.ProducerMaxMessageBytes = defaultProducerMessageMaxBytes
 	if v, ok := p.Kafka.Producer["message.max.bytes"]; ok {

@@ -1,0 +1,72 @@
+package dlt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/stores"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		want Class
+	}{
+		{&stores.Error{Store: "s", Op: "put", Kind: stores.Retryable, Err: errors.New("503")}, TransientStore},
+		{fmt.Errorf("offload: %w", &stores.Error{Store: "s", Op: "get", Kind: stores.NotFound, Err: stores.ErrNotFound}), StoreNotFound},
+		{stores.ErrNotFound, StoreNotFound},
+		{&stores.Error{Store: "s", Op: "put", Kind: stores.Permanent, Err: errors.New("403")}, PermanentStore},
+		{fmt.Errorf("route: the record has no header %q", "tenant"), Transform},
+		{fmt.Errorf("step: %w", &TooLargeError{Size: 2000, Limit: 1000, Gate: "the slim topic"}), TooLarge},
+		{fmt.Errorf("%w: produce failed", ErrKafka), Kafka},
+	}
+	for _, c := range cases {
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("Classify(%v) = %s, want %s", c.err, got, c.want)
+		}
+	}
+	for class, want := range map[Class]bool{TransientStore: false, Kafka: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
+		if class.DeadLetters() != want {
+			t.Errorf("%s.DeadLetters() = %v", class, !want)
+		}
+	}
+}
+
+// TestRecordKeepsTheOriginalAndBoundsTheHeaders: key, value and headers are the
+// consumed record's; the context headers are all there; a huge message is cut
+// at a character boundary.
+func TestRecordKeepsTheOriginalAndBoundsTheHeaders(t *testing.T) {
+	in := &pipeline.Record{Topic: "orders", Partition: 3, Offset: 77, Key: []byte("k"), Value: []byte("v"),
+		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t")}}, Timestamp: time.UnixMilli(1_700_000_000_000)}
+	msg := strings.Repeat("é", 5000) // 10,000 bytes
+	out := Record(Failure{Record: in, Err: errors.New(msg), Stage: "transforms[1] (route)", At: time.UnixMilli(1_800_000_000_000)}, "orders-pipe", "orders.dlt")
+	if out.Destination != "orders.dlt" || string(out.Key) != "k" || string(out.Value) != "v" || len(in.Headers) != 1 {
+		t.Fatalf("record %+v", out)
+	}
+	want := map[string]string{
+		"trace": "t", HeaderTopic: "orders", HeaderPartition: "3", HeaderOffset: "77", HeaderTimestamp: "1700000000000",
+		HeaderPipeline: "orders-pipe", HeaderStage: "transforms[1] (route)", HeaderClass: "transform",
+		HeaderAttempts: "1", HeaderFailedAt: "1800000000000",
+	}
+	for k, v := range want {
+		if got, _ := out.Header(k); string(got) != v {
+			t.Errorf("header %s = %q, want %q", k, got, v)
+		}
+	}
+	m, _ := out.Header(HeaderMessage)
+	if len(m) > MaxMessageBytes || !utf8.Valid(m) || !strings.HasSuffix(string(m), "...") {
+		t.Errorf("message header: %d bytes, valid UTF-8 %v", len(m), utf8.Valid(m))
+	}
+	total := 0
+	for _, h := range out.Headers {
+		total += len(h.Key) + len(h.Value)
+	}
+	if total > 2048 {
+		t.Errorf("context headers take %d bytes", total)
+	}
+}
