@@ -129,7 +129,7 @@ pipelines:
     stores:
       %s
     transforms:
-      - {type: rehydrate}
+      - {type: rehydrate, max_size: 4MiB}
     observability: {listen: "", log_format: console}
 `, bootstrap, uniqueName(t, "tx"), slim, uniqueName(t, "g"), fat, stores))
 	d = startDaemon(t, rehydrate)

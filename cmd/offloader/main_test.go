@@ -95,6 +95,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"help", "validate"}, exitOK, "--print shows the effective configuration"},
 		{[]string{"help"}, exitOK, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error."},
 		{[]string{"version"}, exitOK, "librdkafka 2."},
+		{[]string{"check"}, exitUsage, "-c FILE is required"},
+		{[]string{"check", "--help"}, exitOK, "--create-missing creates the missing slim, retry and dead-letter topics"},
 		{[]string{"demo", "--records", "0"}, exitUsage, "--records must be at least 1, got 0"},
 		{[]string{"demo", "--help"}, exitOK, "starts an in-process Kafka-protocol broker"},
 	}

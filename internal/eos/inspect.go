@@ -11,9 +11,12 @@ import (
 	"github.com/offloader/offloader/config"
 )
 
-// librdkafka's default producer message.max.bytes: its local check of the
-// uncompressed record, the first of Kafka's size gates.
-const defaultProducerMessageMaxBytes = 1000000
+// librdkafka's defaults for the client-side size gates: the producer's local
+// check of each uncompressed record, and the consumer's cap on a fetch response.
+const (
+	defaultProducerMessageMaxBytes = 1000000
+	defaultReceiveMessageMaxBytes  = 100000000
+)
 
 // Topology is what the broker says about a pipeline's topics at start-up.
 type Topology struct {
@@ -27,6 +30,13 @@ type Topology struct {
 	// DeadLetterMaxMessageBytes is the dead-letter topic's effective
 	// max.message.bytes; 0 when the pipeline has none.
 	DeadLetterMaxMessageBytes int
+	// Figures are all the size-related settings read, for the limit check.
+	Figures *Figures
+}
+
+// SlimLimit is the largest record the producer and the slim topic both accept.
+func (t *Topology) SlimLimit() int {
+	return min(t.SlimTopicMaxMessageBytes, t.ProducerMaxMessageBytes)
 }
 
 // DeadLetterLimit is the largest record the producer and the dead-letter topic
@@ -35,21 +45,53 @@ func (t *Topology) DeadLetterLimit() int {
 	return min(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes)
 }
 
-// SlimLimit is the largest record the producer and the slim topic both accept.
-func (t *Topology) SlimLimit() int {
-	return min(t.SlimTopicMaxMessageBytes, t.ProducerMaxMessageBytes)
+// Inspect reads the pipeline's topics and limits (Survey) and refuses to start
+// when topics are missing or the slim topic has fewer partitions than a source
+// topic under partitioning: preserve. It never creates topics.
+func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
+	f, err := Survey(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	t := &Topology{SourcePartitions: map[string]int{}, ProducerMaxMessageBytes: f.ProducerMaxMessageBytes, Figures: f}
+	for _, s := range f.Sources {
+		if !s.Exists {
+			return nil, fmt.Errorf("source topic %q does not exist", s.Name)
+		}
+		t.SourcePartitions[s.Name] = s.Partitions
+	}
+	if !f.Slim.Exists {
+		return nil, fmt.Errorf("slim topic %q does not exist: offloader never creates topics by itself; create it with as many partitions as the source topic (offloader check --create-missing does)", p.SlimTopic)
+	}
+	t.SlimPartitions, t.SlimTopicMaxMessageBytes = f.Slim.Partitions, f.Slim.MaxMessageBytes
+	if p.Partitioning == config.PartitioningPreserve {
+		for topic, sn := range t.SourcePartitions {
+			if sn > t.SlimPartitions {
+				return nil, fmt.Errorf("slim topic %q has %d partitions but source topic %q has %d: with partitioning: preserve each source partition writes to the slim partition of the same number; add partitions to the slim topic or use partitioning: key_hash", p.SlimTopic, t.SlimPartitions, topic, sn)
+			}
+		}
+	}
+	for _, r := range f.Retries {
+		if !r.Exists {
+			return nil, fmt.Errorf("retry topic %q does not exist: offloader never creates topics by itself (offloader check --create-missing does)", r.Name)
+		}
+	}
+	if d := f.DeadLetter; d != nil {
+		if !d.Exists {
+			return nil, fmt.Errorf("dead-letter topic %q does not exist: offloader never creates topics by itself; create it (its max.message.bytes should be at least the source topic's; offloader check --create-missing does)", d.Name)
+		}
+		t.DeadLetterMaxMessageBytes = d.MaxMessageBytes
+	}
+	return t, nil
 }
 
-// Inspect reads topic metadata and the slim topic's size limit through the admin
-// API, and refuses to start when topics are missing or the slim topic has fewer
-// partitions than a source topic under partitioning: preserve. It never creates
-// topics.
-func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
-	cm := consumerConfig(p)
+// adminClient returns an admin client with the consumer's connection settings.
+func adminClient(p *config.Pipeline) (*kafka.AdminClient, error) {
 	adminCfg := kafka.ConfigMap{}
-	for k, v := range *cm {
+	for k, v := range *consumerConfig(p) {
 		switch k {
-		case "group.id", "isolation.level", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "max.poll.interval.ms":
+		case "group.id", "isolation.level", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
+			"max.poll.interval.ms", "fetch.queue.backoff.ms":
 		default:
 			adminCfg[k] = v
 		}
@@ -58,73 +100,100 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the admin client: %w", err)
 	}
-	defer admin.Close()
+	return admin, nil
+}
 
+// Survey reads, through the admin API, every figure the limit check needs:
+// partition counts and effective max.message.bytes and retention.ms of the
+// source, slim, retry and dead-letter topics (missing topics are marked, not
+// errors), the broker's message.max.bytes, and the client settings.
+func Survey(ctx context.Context, p *config.Pipeline) (*Figures, error) {
+	admin, err := adminClient(p)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
 	md, err := admin.GetMetadata(nil, true, int(timeLeft(ctx, 30*time.Second).Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Kafka.BootstrapServers, err)
 	}
-	partitions := func(topic string) (int, bool) {
-		tm, ok := md.Topics[topic]
-		if !ok || tm.Error.Code() == kafka.ErrUnknownTopicOrPart || tm.Error.Code() == kafka.ErrUnknownTopic {
-			return 0, false
-		}
-		return len(tm.Partitions), true
-	}
-	t := &Topology{SourcePartitions: map[string]int{}}
-	for _, topic := range p.Source.Topics {
-		n, ok := partitions(topic)
-		if !ok {
-			return nil, fmt.Errorf("source topic %q does not exist", topic)
-		}
-		t.SourcePartitions[topic] = n
-	}
-	n, ok := partitions(p.SlimTopic)
-	if !ok {
-		return nil, fmt.Errorf("slim topic %q does not exist: offloader never creates topics by itself; create it with as many partitions as the source topic", p.SlimTopic)
-	}
-	t.SlimPartitions = n
-	if p.Partitioning == config.PartitioningPreserve {
-		for topic, sn := range t.SourcePartitions {
-			if sn > n {
-				return nil, fmt.Errorf("slim topic %q has %d partitions but source topic %q has %d: with partitioning: preserve each source partition writes to the slim partition of the same number; add partitions to the slim topic or use partitioning: key_hash", p.SlimTopic, n, topic, sn)
-			}
-		}
-	}
-
-	maxMessageBytes := func(role, topic string) (int, error) {
-		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
-		if err != nil {
-			return 0, fmt.Errorf("reading the configuration of %s %q: %w", role, topic, err)
-		}
-		entry, ok := res[0].Config["max.message.bytes"]
-		if !ok {
-			return 0, fmt.Errorf("%s %q reports no max.message.bytes", role, topic)
-		}
-		n, err := strconv.Atoi(entry.Value)
-		if err != nil {
-			return 0, fmt.Errorf("%s %q: max.message.bytes %q is not a number", role, topic, entry.Value)
-		}
-		return n, nil
-	}
-	if t.SlimTopicMaxMessageBytes, err = maxMessageBytes("slim topic", p.SlimTopic); err != nil {
+	f := &Figures{Bootstrap: p.Kafka.BootstrapServers, Preserve: p.Partitioning == config.PartitioningPreserve}
+	if f.ProducerMaxMessageBytes, err = clientInt(p.Kafka.Producer, "producer", "message.max.bytes", defaultProducerMessageMaxBytes); err != nil {
 		return nil, err
 	}
-	if dlt := p.Errors.DeadLetterTopic; dlt != "" {
-		if _, ok := partitions(dlt); !ok {
-			return nil, fmt.Errorf("dead-letter topic %q does not exist: offloader never creates topics by itself; create it (its max.message.bytes should be at least the source topic's)", dlt)
+	if f.ConsumerReceiveMaxBytes, err = clientInt(p.Kafka.Consumer, "consumer", "receive.message.max.bytes", defaultReceiveMessageMaxBytes); err != nil {
+		return nil, err
+	}
+	if len(md.Brokers) > 0 {
+		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
+		if err != nil {
+			return nil, fmt.Errorf("reading the broker's configuration: %w", err)
 		}
-		if t.DeadLetterMaxMessageBytes, err = maxMessageBytes("dead-letter topic", dlt); err != nil {
+		if e, ok := res[0].Config["message.max.bytes"]; ok {
+			f.BrokerMessageMaxBytes, _ = strconv.Atoi(e.Value)
+		}
+	}
+	topic := func(name, role string) (TopicInfo, error) {
+		t := TopicInfo{Name: name, Role: role}
+		tm, ok := md.Topics[name]
+		if !ok || tm.Error.Code() == kafka.ErrUnknownTopicOrPart || tm.Error.Code() == kafka.ErrUnknownTopic {
+			return t, nil
+		}
+		t.Exists, t.Partitions = true, len(tm.Partitions)
+		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: name}})
+		if err != nil {
+			return t, fmt.Errorf("reading the configuration of %s %q: %w", role, name, err)
+		}
+		e, ok := res[0].Config["max.message.bytes"]
+		if !ok {
+			return t, fmt.Errorf("%s %q reports no max.message.bytes", role, name)
+		}
+		if t.MaxMessageBytes, err = strconv.Atoi(e.Value); err != nil {
+			return t, fmt.Errorf("%s %q: max.message.bytes %q is not a number", role, name, e.Value)
+		}
+		if e, ok := res[0].Config["retention.ms"]; ok {
+			t.RetentionMs, _ = strconv.ParseInt(e.Value, 10, 64)
+		}
+		return t, nil
+	}
+	for _, s := range p.Source.Topics {
+		t, err := topic(s, "source")
+		if err != nil {
 			return nil, err
 		}
+		f.Sources = append(f.Sources, t)
 	}
-	t.ProducerMaxMessageBytes = defaultProducerMessageMaxBytes
-	if v, ok := p.Kafka.Producer["message.max.bytes"]; ok {
-		if t.ProducerMaxMessageBytes, err = strconv.Atoi(v); err != nil {
-			return nil, fmt.Errorf("kafka.producer.message.max.bytes %q is not a number", v)
+	if f.Slim, err = topic(p.SlimTopic, "slim"); err != nil {
+		return nil, err
+	}
+	for _, r := range p.Errors.RetryTopics {
+		t, err := topic(r.Topic, "retry")
+		if err != nil {
+			return nil, err
 		}
+		f.Retries = append(f.Retries, t)
 	}
-	return t, nil
+	if d := p.Errors.DeadLetterTopic; d != "" {
+		t, err := topic(d, "dead-letter")
+		if err != nil {
+			return nil, err
+		}
+		f.DeadLetter = &t
+	}
+	f.Threshold, f.HasOffload = offloadThreshold(p, f)
+	return f, nil
+}
+
+func clientInt(props map[string]string, client, name string, def int) (int, error) {
+	v, ok := props[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("kafka.%s.%s %q is not a number", client, name, v)
+	}
+	return n, nil
 }
 
 func timeLeft(ctx context.Context, def time.Duration) time.Duration {

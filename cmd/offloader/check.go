@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/offloader/offloader/internal/eos"
+)
+
+func checkCommand() *command {
+	return &command{
+		name:    "check",
+		summary: "check a pipeline's topics and size limits against each other and the broker",
+		usage:   "-c FILE [--pipeline NAME] [--create-missing]",
+		help: `
+Reads, through the admin API, the broker's message.max.bytes and the partition
+counts and max.message.bytes of the pipeline's source, slim, retry and dead-letter
+topics, plus the producer's message.max.bytes and the consumer's
+receive.message.max.bytes from the file. Then it computes the largest record each
+topic may receive (a record up to the offload threshold or a pointer on the slim
+topic; the same plus error headers on retry and dead-letter topics; the source
+size where nothing is offloaded) and checks it against every gate:
+
+  producer message.max.bytes   the client checks each uncompressed record
+  topic max.message.bytes      the broker checks each batch; the producer cannot
+                               see a topic's override, so records between the two fail
+  receive.message.max.bytes    caps a whole fetch response; fetch.max.bytes does not
+                               protect the consumer from a larger record
+
+It prints a table (topic, gate, limit, largest record, verdict), then each problem
+with the change that fixes it. Exit 0 when everything fits, 1 when something does
+not or a topic is missing. 'offloader run' makes the same check at start-up and
+refuses to start on a problem unless the pipeline sets limits: warn.
+
+--create-missing creates the missing slim, retry and dead-letter topics with as
+many partitions as the largest source topic and a max.message.bytes that fits,
+then checks again. 'run' never creates topics.`,
+		run: func(c *cli, args []string) int {
+			fs := c.flags(find("check"))
+			src := c.pipelineFlags(fs)
+			create := fs.Bool("create-missing", false, "create missing slim, retry and dead-letter topics with aligned settings")
+			if code, ok := c.parse(fs, args); !ok {
+				return code
+			}
+			f, code, ok := c.loadFile(fs.Name(), src)
+			if !ok {
+				return code
+			}
+			p, err := f.Select(*src.name)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
+				return exitUsage
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			figures, err := eos.Survey(ctx, p)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+				return exitFailure
+			}
+			if *create {
+				created, err := eos.CreateMissing(ctx, p, figures)
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+					return exitFailure
+				}
+				for _, t := range created {
+					fmt.Fprintf(c.stdout, "created topic %s\n", t)
+				}
+				if len(created) > 0 {
+					if figures, err = eos.Survey(ctx, p); err != nil {
+						fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+						return exitFailure
+					}
+				}
+			}
+			rows, problems := eos.CheckLimits(figures)
+			printLimits(c.stdout, rows, problems)
+			if len(problems) > 0 {
+				return exitFailure
+			}
+			return exitOK
+		},
+	}
+}
+
+func printLimits(w io.Writer, rows []eos.Row, problems []eos.Problem) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tROLE\tGATE\tLIMIT\tLARGEST RECORD\tVERDICT")
+	for _, r := range rows {
+		verdict := "ok"
+		if !r.OK {
+			verdict = "FAILS"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Topic, r.Role, r.Gate, r.Limit, r.Largest, verdict)
+	}
+	tw.Flush()
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "\nall limits are aligned")
+		return
+	}
+	fmt.Fprintf(w, "\n%d problem%s:\n", len(problems), plural(len(problems)))
+	for _, p := range problems {
+		fmt.Fprintf(w, "- %s\n  fix: %s\n", p.What, p.Fix)
+	}
+}
+
+// limitProblems is the start-up form of the check, for run.
+func limitProblems(problems []eos.Problem) string {
+	var b strings.Builder
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", p.What, p.Fix)
+	}
+	return b.String()
+}

@@ -1,0 +1,240 @@
+package eos
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/transforms"
+)
+
+// TopicInfo is what the broker says about one of a pipeline's topics.
+type TopicInfo struct {
+	Name            string
+	Role            string // source, slim, retry, dead-letter
+	Exists          bool
+	Partitions      int
+	MaxMessageBytes int // effective: the topic's override, else the broker's
+	RetentionMs     int64
+}
+
+// Figures are the size gates of a pipeline, read from the cluster and its file.
+type Figures struct {
+	Bootstrap               string
+	BrokerMessageMaxBytes   int
+	ProducerMaxMessageBytes int // producer gate: each uncompressed record
+	ConsumerReceiveMaxBytes int // consumer gate: a whole fetch response
+	Sources                 []TopicInfo
+	Slim                    TopicInfo
+	Retries                 []TopicInfo
+	DeadLetter              *TopicInfo
+	Preserve                bool
+	HasOffload              bool
+	Threshold               int // the offload threshold in bytes (0 without offload)
+	// Rehydrated is a rehydrate step's max_size: records may grow to it.
+	Rehydrated int
+}
+
+// Room the checks leave for what a record gains on its way: the pointer value
+// and its headers on the slim topic, the error headers on retry and dead-letter
+// topics (dlt.MaxMessageBytes bounds the longest), and a record batch's framing.
+const (
+	pointerRoom     = 4096
+	errorHeaderRoom = 2048
+	batchOverhead   = 61
+)
+
+// Row is one line of the limit table.
+type Row struct {
+	Topic, Role, Gate string
+	Limit, Largest    int
+	OK                bool
+}
+
+// Problem is a misalignment and the change that fixes it.
+type Problem struct {
+	What, Fix string
+}
+
+// offloadThreshold is the first offload step's threshold in bytes.
+func offloadThreshold(p *config.Pipeline, f *Figures) (int, bool) {
+	for _, s := range p.Transforms {
+		if c, ok := s.Config.(*transforms.RehydrateConfig); ok {
+			f.Rehydrated = max(f.Rehydrated, int(c.MaxSize))
+		}
+	}
+	for _, s := range p.Transforms {
+		c, ok := s.Config.(*transforms.OffloadConfig)
+		if !ok {
+			continue
+		}
+		if c.Threshold == transforms.ThresholdAuto {
+			return min(f.Slim.MaxMessageBytes, f.ProducerMaxMessageBytes) - int(transforms.AutoThresholdHeadroom), true
+		}
+		n, _ := settings.ParseSize(c.Threshold)
+		return int(n), true
+	}
+	return 0, false
+}
+
+// sourceMax is the largest record a source topic may hold.
+func (f *Figures) sourceMax() int {
+	largest := 0
+	for _, s := range f.Sources {
+		largest = max(largest, s.MaxMessageBytes)
+	}
+	return largest
+}
+
+// CheckLimits computes what each topic may receive and checks it against every
+// gate on its way: the producer's message.max.bytes (uncompressed, per record),
+// the topic's max.message.bytes (the broker checks the batch, compressed; an
+// uncompressed batch of one record is the worst case), the consumer's
+// receive.message.max.bytes (fetch.max.bytes does not protect it: a record
+// larger than the fetch size is still returned), and the partition counts
+// partitioning: preserve needs. Missing topics are problems too.
+func CheckLimits(f *Figures) ([]Row, []Problem) {
+	var rows []Row
+	var problems []Problem
+	src := f.sourceMax()
+	maxSourcePartitions := 0
+	for _, s := range f.Sources {
+		maxSourcePartitions = max(maxSourcePartitions, s.Partitions)
+	}
+	topicFix := func(t TopicInfo, n int) string {
+		return fmt.Sprintf("kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config max.message.bytes=%d", f.Bootstrap, t.Name, n)
+	}
+	check := func(t TopicInfo, largest int, why string) {
+		if !t.Exists {
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("%s topic %s does not exist", t.Role, t.Name),
+				Fix:  fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d --config max.message.bytes=%d (or offloader check --create-missing)", f.Bootstrap, t.Name, max(1, maxSourcePartitions), max(largest+batchOverhead, f.BrokerMessageMaxBytes)),
+			})
+			return
+		}
+		prod := Row{Topic: t.Name, Role: t.Role, Gate: "producer message.max.bytes", Limit: f.ProducerMaxMessageBytes, Largest: largest}
+		prod.OK = largest <= prod.Limit
+		topic := Row{Topic: t.Name, Role: t.Role, Gate: "topic max.message.bytes", Limit: t.MaxMessageBytes, Largest: largest + batchOverhead}
+		topic.OK = topic.Largest <= topic.Limit
+		rows = append(rows, prod, topic)
+		if !prod.OK {
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("%s topic %s may get records of %d bytes (%s), over the producer's message.max.bytes %d: they would fail", t.Role, t.Name, largest, why, f.ProducerMaxMessageBytes),
+				Fix:  fmt.Sprintf("set kafka.producer: {message.max.bytes: %d} in the pipeline file", largest),
+			})
+		}
+		if !topic.OK {
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("%s topic %s accepts batches of %d bytes (max.message.bytes) but may get a record of %d (%s); the producer cannot see a topic override, so these fail at the broker", t.Role, t.Name, t.MaxMessageBytes, topic.Largest, why),
+				Fix:  topicFix(t, topic.Largest),
+			})
+		}
+		if f.Preserve && t.Role != "dead-letter" && t.Partitions < maxSourcePartitions {
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("%s topic %s has %d partitions, fewer than the source's %d: with partitioning: preserve records keep their partition number", t.Role, t.Name, t.Partitions, maxSourcePartitions),
+				Fix:  fmt.Sprintf("kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d (or partitioning: key_hash)", f.Bootstrap, t.Name, maxSourcePartitions),
+			})
+		}
+	}
+	for _, s := range f.Sources {
+		if !s.Exists {
+			problems = append(problems, Problem{What: fmt.Sprintf("source topic %s does not exist", s.Name), Fix: "check source.topics in the pipeline file"})
+			continue
+		}
+		r := Row{Topic: s.Name, Role: "source", Gate: "consumer receive.message.max.bytes", Limit: f.ConsumerReceiveMaxBytes, Largest: s.MaxMessageBytes + 512}
+		r.OK = r.Largest <= r.Limit
+		rows = append(rows, r)
+		if !r.OK {
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("source topic %s may hold records of %d bytes, over the consumer's receive.message.max.bytes %d: the consumer could never fetch them", s.Name, s.MaxMessageBytes, f.ConsumerReceiveMaxBytes),
+				Fix:  fmt.Sprintf("set kafka.consumer: {receive.message.max.bytes: %d}", r.Largest),
+			})
+		}
+	}
+	slimLargest, slimWhy := src, "no offload step: records pass at their source size"
+	if f.HasOffload {
+		slimLargest, slimWhy = f.Threshold, "records up to the offload threshold stay inline"
+		if f.Threshold < pointerRoom {
+			slimLargest, slimWhy = pointerRoom, "a pointer record with its headers"
+		}
+	}
+	if f.Rehydrated > slimLargest {
+		slimLargest, slimWhy = f.Rehydrated, "rehydrate's max_size"
+	}
+	check(f.Slim, slimLargest, slimWhy)
+	failedLargest, failedWhy := src+errorHeaderRoom, "a source record with error headers"
+	if f.HasOffload {
+		// Oversize values become pointers: what must fit is a pointer or a
+		// record at the offload threshold, with the error headers.
+		failedLargest, failedWhy = max(f.Threshold, pointerRoom)+errorHeaderRoom, "a record up to the offload threshold, or a pointer, with error headers"
+	}
+	for _, r := range f.Retries {
+		check(r, failedLargest, failedWhy)
+	}
+	if f.DeadLetter != nil {
+		check(*f.DeadLetter, failedLargest, failedWhy)
+	}
+	return rows, problems
+}
+
+// CreateMissing creates the slim, retry and dead-letter topics that do not exist,
+// with as many partitions as the largest source topic and a max.message.bytes
+// that fits what CheckLimits says they may get. It returns the topics created.
+func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures) ([]string, error) {
+	partitions := 1
+	for _, s := range f.Sources {
+		partitions = max(partitions, s.Partitions)
+	}
+	largest := map[string]int{}
+	for _, t := range append(append([]TopicInfo{f.Slim}, f.Retries...), deref(f.DeadLetter)...) {
+		if t.Exists || t.Name == "" {
+			continue
+		}
+		need := f.sourceMax() + errorHeaderRoom
+		if t.Role == "slim" {
+			need = f.sourceMax()
+			if f.HasOffload {
+				need = max(f.Threshold, pointerRoom)
+			}
+		} else if f.HasOffload {
+			need = max(f.Threshold, pointerRoom) + errorHeaderRoom
+		}
+		largest[t.Name] = max(need+batchOverhead, f.BrokerMessageMaxBytes)
+	}
+	if len(largest) == 0 {
+		return nil, nil
+	}
+	admin, err := adminClient(p)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	var specs []kafka.TopicSpecification
+	for name, n := range largest {
+		specs = append(specs, kafka.TopicSpecification{Topic: name, NumPartitions: partitions, ReplicationFactor: -1,
+			Config: map[string]string{"max.message.bytes": strconv.Itoa(n)}})
+	}
+	res, err := admin.CreateTopics(ctx, specs)
+	if err != nil {
+		return nil, fmt.Errorf("creating topics: %w", err)
+	}
+	var created []string
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError && r.Error.Code() != kafka.ErrTopicAlreadyExists {
+			return created, fmt.Errorf("creating topic %s: %v", r.Topic, r.Error)
+		}
+		created = append(created, r.Topic)
+	}
+	return created, nil
+}
+
+func deref(t *TopicInfo) []TopicInfo {
+	if t == nil {
+		return nil
+	}
+	return []TopicInfo{*t}
+}

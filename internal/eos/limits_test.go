@@ -1,0 +1,59 @@
+package eos
+
+import (
+	"strings"
+	"testing"
+)
+
+func figures() *Figures {
+	return &Figures{
+		Bootstrap: "b:9092", BrokerMessageMaxBytes: 1048588, ProducerMaxMessageBytes: 1000000, ConsumerReceiveMaxBytes: 100000000,
+		Sources:    []TopicInfo{{Name: "raw", Role: "source", Exists: true, Partitions: 6, MaxMessageBytes: 8388608}},
+		Slim:       TopicInfo{Name: "slim", Role: "slim", Exists: true, Partitions: 6, MaxMessageBytes: 1048588},
+		DeadLetter: &TopicInfo{Name: "dlt", Role: "dead-letter", Exists: true, Partitions: 1, MaxMessageBytes: 1048588},
+		Preserve:   true, HasOffload: true, Threshold: 1000000 - 4096,
+	}
+}
+
+func TestCheckLimitsAcceptsTheDefaults(t *testing.T) {
+	rows, problems := CheckLimits(figures())
+	if len(problems) != 0 || len(rows) != 5 {
+		t.Fatalf("%d rows, problems %+v", len(rows), problems)
+	}
+}
+
+// TestCheckLimitsTheFourGates: each gate's misalignment is found, with its fix.
+func TestCheckLimitsTheFourGates(t *testing.T) {
+	cases := map[string]struct {
+		change func(*Figures)
+		want   []string
+	}{
+		"producer under the threshold": {func(f *Figures) { f.ProducerMaxMessageBytes = 500000 },
+			[]string{"slim topic slim may get records of 995904 bytes", "set kafka.producer: {message.max.bytes: 995904}"}},
+		"topic override under the threshold": {func(f *Figures) { f.Slim.MaxMessageBytes = 500000 },
+			[]string{"the producer cannot see a topic override", "--entity-name slim --add-config max.message.bytes=995965"}},
+		"fetch cap under the source size": {func(f *Figures) { f.ConsumerReceiveMaxBytes = 5000000 },
+			[]string{"could never fetch them", "receive.message.max.bytes: 8389120"}},
+		"no offload, dead-letter too small": {func(f *Figures) { f.HasOffload, f.Threshold = false, 0 },
+			[]string{"dead-letter topic dlt may get records of 8390656 bytes (a source record with error headers)"}},
+		"slim with fewer partitions": {func(f *Figures) { f.Slim.Partitions = 3 },
+			[]string{"slim topic slim has 3 partitions, fewer than the source's 6", "--partitions 6"}},
+		"missing dead-letter topic": {func(f *Figures) { f.DeadLetter.Exists = false },
+			[]string{"dead-letter topic dlt does not exist", "--create --topic dlt --partitions 6"}},
+	}
+	for name, c := range cases {
+		f := figures()
+		c.change(f)
+		_, problems := CheckLimits(f)
+		var all []string
+		for _, p := range problems {
+			all = append(all, p.What+" / "+p.Fix)
+		}
+		text := strings.Join(all, "\n")
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: problems lack %q:\n%s", name, w, text)
+			}
+		}
+	}
+}
