@@ -116,6 +116,13 @@ func Record(f Failure, pipelineName, topic string) *pipeline.Record {
 	in := f.Record
 	out := in.Clone()
 	out.Destination = topic
+	kept := out.Headers[:0]
+	for _, h := range out.Headers {
+		if !contextHeaders[h.Key] {
+			kept = append(kept, h)
+		}
+	}
+	out.Headers = kept
 	add := func(k, v string) { out.Headers = append(out.Headers, pipeline.Header{Key: k, Value: []byte(v)}) }
 	add(HeaderTopic, in.Topic)
 	add(HeaderPartition, strconv.Itoa(int(in.Partition)))
@@ -127,6 +134,9 @@ func Record(f Failure, pipelineName, topic string) *pipeline.Record {
 	add(HeaderMessage, truncate(f.Err.Error(), MaxMessageBytes))
 	add(HeaderAttempts, strconv.Itoa(max(1, f.Attempts)))
 	add(HeaderFailedAt, strconv.FormatInt(f.At.UnixMilli(), 10))
+	if first, ok := in.Header(HeaderRetryFirstFailure); ok {
+		add(HeaderRetryFirstFailure, string(first)) // when its retries began
+	}
 	return out
 }
 
@@ -139,4 +149,99 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// Headers of a record on a retry topic. The original position survives every
+// tier; the error headers describe the latest failure.
+const (
+	HeaderRetryAttempts     = "__offloader.retry.attempts"      // failures so far
+	HeaderRetryFirstFailure = "__offloader.retry.first.failure" // ms since the epoch
+	HeaderRetryDue          = "__offloader.retry.due"           // ms since the epoch
+	HeaderRetryTopic        = "__offloader.retry.original.topic"
+	HeaderRetryPartition    = "__offloader.retry.original.partition"
+	HeaderRetryOffset       = "__offloader.retry.original.offset"
+)
+
+// contextHeaders are the headers this package writes; a record moving on to the
+// next tier or the dead-letter topic gets fresh ones instead of a second copy.
+var contextHeaders = map[string]bool{
+	HeaderTopic: true, HeaderPartition: true, HeaderOffset: true, HeaderTimestamp: true, HeaderPipeline: true,
+	HeaderStage: true, HeaderClass: true, HeaderMessage: true, HeaderAttempts: true, HeaderFailedAt: true,
+	HeaderRetryAttempts: true, HeaderRetryFirstFailure: true, HeaderRetryDue: true,
+	HeaderRetryTopic: true, HeaderRetryPartition: true, HeaderRetryOffset: true,
+}
+
+// Attempts is how many times the record failed before (0 for a source record).
+func Attempts(r *pipeline.Record) int {
+	v, _ := r.Header(HeaderRetryAttempts)
+	n, _ := strconv.Atoi(string(v))
+	return n
+}
+
+// Due is when a retry record may be processed; ok is false when r carries no
+// due time (it is not a retry record).
+func Due(headers func(string) ([]byte, bool)) (due time.Time, ok bool) {
+	v, ok := headers(HeaderRetryDue)
+	if !ok {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
+// Original restores, on a record consumed from a retry topic, the source topic,
+// partition and offset it had (so offload keys and partitioning follow the
+// original) and returns it without the retry and error headers' effect on
+// identity; other records come back unchanged.
+func Original(r *pipeline.Record) *pipeline.Record {
+	t, ok := r.Header(HeaderRetryTopic)
+	if !ok {
+		return r
+	}
+	p, _ := r.Header(HeaderRetryPartition)
+	o, _ := r.Header(HeaderRetryOffset)
+	part, err1 := strconv.Atoi(string(p))
+	off, err2 := strconv.ParseInt(string(o), 10, 64)
+	if err1 != nil || err2 != nil {
+		return r
+	}
+	c := *r
+	c.Topic, c.Partition, c.Offset = string(t), int32(part), off
+	return &c
+}
+
+// RetryRecord returns the record for the next retry tier: the original record
+// (its earlier context headers replaced) with the latest failure's context,
+// the attempt count, the first failure's time and the due time.
+func RetryRecord(f Failure, pipelineName, topic string, delay time.Duration) *pipeline.Record {
+	out := Record(f, pipelineName, topic)
+	add := func(k, v string) { out.Headers = append(out.Headers, pipeline.Header{Key: k, Value: []byte(v)}) }
+	if _, ok := f.Record.Header(HeaderRetryFirstFailure); !ok {
+		add(HeaderRetryFirstFailure, strconv.FormatInt(f.At.UnixMilli(), 10))
+	}
+	add(HeaderRetryAttempts, strconv.Itoa(max(1, f.Attempts)))
+	add(HeaderRetryDue, strconv.FormatInt(f.At.Add(delay).UnixMilli(), 10))
+	add(HeaderRetryTopic, f.Record.Topic)
+	add(HeaderRetryPartition, strconv.Itoa(int(f.Record.Partition)))
+	add(HeaderRetryOffset, strconv.FormatInt(f.Record.Offset, 10))
+	return out
+}
+
+// Clean returns r without the retry and error context headers, for a retried
+// record that succeeded; r itself when it has none.
+func Clean(r *pipeline.Record) *pipeline.Record {
+	if _, ok := r.Header(HeaderRetryAttempts); !ok {
+		return r
+	}
+	c := *r
+	c.Headers = make([]pipeline.Header, 0, len(r.Headers))
+	for _, h := range r.Headers {
+		if !contextHeaders[h.Key] {
+			c.Headers = append(c.Headers, h)
+		}
+	}
+	return &c
 }

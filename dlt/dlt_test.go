@@ -70,3 +70,49 @@ func TestRecordKeepsTheOriginalAndBoundsTheHeaders(t *testing.T) {
 		t.Errorf("context headers take %d bytes", total)
 	}
 }
+
+// TestRetryRecordRoundTrip: a failure goes to a retry tier with its original
+// position and timing; consumed back, Original restores the position, the
+// next tier counts on, and Clean strips it all from a success.
+func TestRetryRecordRoundTrip(t *testing.T) {
+	src := &pipeline.Record{Topic: "orders", Partition: 4, Offset: 900, Key: []byte("k"), Value: []byte("v"),
+		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t")}}}
+	t0 := time.UnixMilli(1_700_000_000_000)
+	first := RetryRecord(Failure{Record: src, Err: errors.New("boom"), Stage: "transforms[0] (route)", Attempts: 1, At: t0}, "p", "orders.retry-1", 5*time.Second)
+	if first.Destination != "orders.retry-1" || Attempts(first) != 1 {
+		t.Fatalf("first tier: %s, attempts %d", first.Destination, Attempts(first))
+	}
+	if due, ok := Due(first.Header); !ok || !due.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("due %v %v", due, ok)
+	}
+	// Consumed from the retry topic: its own position differs.
+	consumed := *first
+	consumed.Topic, consumed.Partition, consumed.Offset, consumed.Destination = "orders.retry-1", 0, 3, ""
+	orig := Original(&consumed)
+	if orig.Topic != "orders" || orig.Partition != 4 || orig.Offset != 900 {
+		t.Fatalf("restored position %s/%d@%d", orig.Topic, orig.Partition, orig.Offset)
+	}
+	second := RetryRecord(Failure{Record: orig, Err: errors.New("boom again"), Attempts: Attempts(orig) + 1, At: t0.Add(6 * time.Second)}, "p", "orders.retry-2", time.Minute)
+	if Attempts(second) != 2 {
+		t.Fatalf("second tier attempts %d", Attempts(second))
+	}
+	if v, _ := second.Header(HeaderRetryFirstFailure); string(v) != "1700000000000" {
+		t.Errorf("first failure %s, want the first tier's", v)
+	}
+	counts := map[string]int{}
+	for _, h := range second.Headers {
+		counts[h.Key]++
+	}
+	for k, n := range counts {
+		if n != 1 {
+			t.Errorf("header %s appears %d times", k, n)
+		}
+	}
+	clean := Clean(orig)
+	if len(clean.Headers) != 1 || clean.Headers[0].Key != "trace" {
+		t.Errorf("Clean left %+v", clean.Headers)
+	}
+	if Clean(src) != src || Original(src) != src {
+		t.Error("a source record changed")
+	}
+}

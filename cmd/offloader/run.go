@@ -108,11 +108,6 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 			logger.Warn("size limits not aligned", zap.String("problem", pr.What), zap.String("fix", pr.Fix))
 		}
 	}
-	if len(p.Errors.RetryTopics) > 0 || p.Errors.OnStoreOutage == config.OnStoreOutageRetryTopic {
-		// Not silently ignored: a user relying on them must know.
-		return errors.New("errors.retry_topics and on_store_outage: retry_topic are not supported by this version yet: " +
-			"remove them; records that fail go to errors.dead_letter_topic, and a store outage pauses the pipeline")
-	}
 	logger.Info("topics checked",
 		zap.Any("source_partitions", topology.SourcePartitions),
 		zap.Int("slim_partitions", topology.SlimPartitions),

@@ -119,6 +119,14 @@ type Runner struct {
 	pending    *pendingCommit
 	fatal      error           // a fatal error met inside a rebalance callback
 	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
+	retryTier  map[string]int  // retry topic -> its index in errors.retry_topics
+	held       map[string]held // retry partitions paused until their next record is due
+}
+
+// held is a retry partition paused until its next record is due.
+type held struct {
+	tp    kafka.TopicPartition
+	until time.Time
 }
 
 // pendingCommit is a batch's transaction in flight in the committer goroutine.
@@ -198,8 +206,14 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: initialising transactions for transactional.id %q: %v", ErrFatal, TransactionalID(r.p), err)
 	}
-	if err := r.consumer.SubscribeTopics(r.p.Source.Topics, r.rebalance); err != nil {
-		return fmt.Errorf("%w: subscribing to %v: %v", ErrFatal, r.p.Source.Topics, err)
+	topics := append([]string(nil), r.p.Source.Topics...)
+	r.retryTier, r.held = map[string]int{}, map[string]held{}
+	for i, rt := range r.p.Errors.RetryTopics {
+		r.retryTier[rt.Topic] = i
+		topics = append(topics, rt.Topic)
+	}
+	if err := r.consumer.SubscribeTopics(topics, r.rebalance); err != nil {
+		return fmt.Errorf("%w: subscribing to %v: %v", ErrFatal, topics, err)
 	}
 	r.log.Info("pipeline running",
 		zap.Strings("source_topics", r.p.Source.Topics), zap.String("group", r.p.Source.Group),
@@ -217,6 +231,9 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 
 	for ctx.Err() == nil {
 		r.m.Progress()
+		if err := r.resumeDue(); err != nil {
+			return err
+		}
 		if err := r.pollOnce(); err != nil {
 			return err
 		}
@@ -270,12 +287,17 @@ func (r *Runner) pollOnce() error {
 			r.log.Warn("consume error", zap.Error(e.TopicPartition.Error))
 			return nil
 		}
+		if _, retry := r.retryTier[*e.TopicPartition.Topic]; retry {
+			if hold, err := r.holdUntilDue(e); hold || err != nil {
+				return err
+			}
+		}
 		if len(r.batch) == 0 {
 			r.batchStart = time.Now()
 			r.proc = pipeline.NewBatch(r.work, r.opts.Chain, r.opts.Concurrency, r.deadLetters)
 		}
 		r.batch = append(r.batch, e)
-		r.proc.Add(toRecord(e))
+		r.proc.Add(dlt.Original(toRecord(e)))
 		r.batchBytes += len(e.Key) + len(e.Value)
 		r.m.RecordsIn.Inc()
 	case kafka.Error:
@@ -311,6 +333,7 @@ func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 			zap.String("partitions", fmt.Sprint(e.Partitions)), zap.Int("records", len(r.batch)), zap.Bool("lost", c.AssignmentLost()))
 		r.resetBatch()
 		r.assigned = nil
+		clear(r.held) // whoever gets the partitions holds them again
 		r.m.SetReady(false)
 		return c.Unassign()
 	}
@@ -363,10 +386,56 @@ func (r *Runner) flush(ctx context.Context) error {
 	return nil
 }
 
+// holdUntilDue pauses a retry partition whose next record is not due yet: it
+// seeks back to that record (dropping what was fetched after it) and resumes
+// at the due time (resumeDue), instead of sleeping in the poll loop.
+func (r *Runner) holdUntilDue(m *kafka.Message) (bool, error) {
+	due, ok := dlt.Due(func(k string) ([]byte, bool) {
+		for _, h := range m.Headers {
+			if h.Key == k {
+				return h.Value, true
+			}
+		}
+		return nil, false
+	})
+	if !ok || !time.Now().Before(due) {
+		return false, nil
+	}
+	tp := kafka.TopicPartition{Topic: m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: m.TopicPartition.Offset}
+	if err := r.consumer.Pause([]kafka.TopicPartition{tp}); err != nil {
+		return true, fmt.Errorf("%w: pausing retry partition %s[%d]: %v", ErrFatal, *tp.Topic, tp.Partition, err)
+	}
+	if _, err := r.consumer.SeekPartitions([]kafka.TopicPartition{tp}); err != nil {
+		return true, fmt.Errorf("%w: seeking retry partition %s[%d] back to %v: %v", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, err)
+	}
+	r.held[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = held{tp: tp, until: due}
+	r.log.Debug("retry partition held until its next record is due", zap.String("topic", *tp.Topic),
+		zap.Int32("partition", tp.Partition), zap.Time("due", due))
+	return true, nil
+}
+
+// resumeDue resumes the held retry partitions whose record is due.
+func (r *Runner) resumeDue() error {
+	for k, h := range r.held {
+		if time.Now().Before(h.until) {
+			continue
+		}
+		delete(r.held, k)
+		if err := r.consumer.Resume([]kafka.TopicPartition{h.tp}); err != nil {
+			return fmt.Errorf("%w: resuming retry partition %s[%d]: %v", ErrFatal, *h.tp.Topic, h.tp.Partition, err)
+		}
+	}
+	return nil
+}
+
 // deadLetters reports whether a failure of err stays with its record, to be
-// dead-lettered, instead of stopping the batch.
+// retried later or dead-lettered, instead of stopping the batch.
 func (r *Runner) deadLetters(err error) bool {
-	return r.p.Errors.DeadLetterTopic != "" && dlt.Classify(err).DeadLetters()
+	if r.p.Errors.DeadLetterTopic == "" {
+		return false
+	}
+	class := dlt.Classify(err)
+	return class.DeadLetters() || (class == dlt.TransientStore && r.p.Errors.OnStoreOutage == config.OnStoreOutageRetryTopic)
 }
 
 // deadLetter checks each output against the slim topic's size gate and puts a
@@ -375,7 +444,12 @@ func (r *Runner) deadLetters(err error) bool {
 // a failure stops the instance (nothing is dropped).
 func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, failed []*pipeline.RecordError) error {
 	for i, rec := range out {
-		if rec == nil || rec.Destination != "" || r.opts.SlimLimit <= 0 {
+		if rec == nil {
+			continue
+		}
+		rec = dlt.Clean(rec) // a retried record that succeeded leaves its retry headers behind
+		out[i] = rec
+		if rec.Destination != "" || r.opts.SlimLimit <= 0 {
 			continue
 		}
 		if size := pipeline.EstimateRecordSize(rec); size > r.opts.SlimLimit {
@@ -393,8 +467,14 @@ func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, fai
 		if errors.As(f.Err, &se) && se.Step < len(r.opts.StepNames) {
 			stage = r.opts.StepNames[se.Step]
 		}
-		rec := dlt.Record(dlt.Failure{Record: in[f.Index], Err: f.Err, Stage: stage, Attempts: 1, At: time.Now()},
-			r.p.Name, r.p.Errors.DeadLetterTopic)
+		failure := dlt.Failure{Record: in[f.Index], Err: f.Err, Stage: stage, Attempts: dlt.Attempts(in[f.Index]) + 1, At: time.Now()}
+		var rec *pipeline.Record
+		if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(f.Err) != dlt.TooLarge {
+			rt := r.p.Errors.RetryTopics[tier]
+			rec = dlt.RetryRecord(failure, r.p.Name, rt.Topic, rt.Delay)
+		} else {
+			rec = dlt.Record(failure, r.p.Name, r.p.Errors.DeadLetterTopic)
+		}
 		if pipeline.EstimateRecordSize(rec) > r.opts.DeadLetterLimit && r.opts.DeadLetterOffload != nil {
 			var err error
 			if rec, err = r.opts.DeadLetterOffload.Apply(ctx, rec); err != nil {
@@ -405,7 +485,7 @@ func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, fai
 			return fmt.Errorf("%w: %s/%d@%d failed (%v) and its dead-letter record of %d bytes is over the %d bytes the dead-letter topic %s accepts; raise its max.message.bytes or add an offload step",
 				ErrFatal, in[f.Index].Topic, in[f.Index].Partition, in[f.Index].Offset, f.Err, size, r.opts.DeadLetterLimit, r.p.Errors.DeadLetterTopic)
 		}
-		r.log.Warn("record sent to the dead-letter topic", zap.String("topic", in[f.Index].Topic),
+		r.log.Warn("record failed: sent to "+rec.Destination, zap.Int("attempts", failure.Attempts), zap.String("topic", in[f.Index].Topic),
 			zap.Int32("partition", in[f.Index].Partition), zap.Int64("offset", in[f.Index].Offset),
 			zap.String("stage", stage), zap.String("class", string(dlt.Classify(f.Err))), zap.Error(f.Err))
 		out[f.Index] = rec

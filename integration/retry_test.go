@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pointer"
+)
+
+// TestRetryTopicsThenDeadLetter: through a rehydrate pipeline with two retry
+// tiers (2 s each) and a dead-letter topic, a pointer whose object appears only
+// after its first failure succeeds on its first retry; malformed pointers fail
+// every tier and land in the dead-letter topic with three attempts, no sooner
+// than the delays allow. slim + dead-letter = source, every offset committed.
+func TestRetryTopicsThenDeadLetter(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	retry1, retry2, dead := uniqueName(t, "retry1"), uniqueName(t, "retry2"), uniqueName(t, "dlt")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "500000"})
+	for _, topic := range []string{slim, retry1, retry2} {
+		createTopic(t, topic, 2, nil)
+	}
+	createTopic(t, dead, 1, nil)
+	root := t.TempDir()
+	group := uniqueName(t, "g")
+
+	healing := []byte("the payload that arrives late")
+	late := pointer.Pointer{Store: "payloads", Key: "late/object", Size: int64(len(healing)),
+		SHA256: pointer.Digest(sha256.Sum256(healing)), Codec: pointer.CodecNone, StoredSize: int64(len(healing))}
+	ptrHeaders := []kafka.Header{{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)}}
+	var recs []sourceRecord
+	for i := range 24 {
+		r := sourceRecord{partition: int32(i % 2), key: []byte(strconv.Itoa(i)), value: fmt.Appendf(nil, "plain %d", i)}
+		switch i {
+		case 6:
+			r.value, r.headers = late.Encode(), ptrHeaders
+		case 9, 14:
+			r.value, r.headers = []byte(`{"v":1,"store":`), ptrHeaders // malformed
+		}
+		recs = append(recs, r)
+	}
+	produceRecords(t, raw, recs)
+
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  retrying:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    errors:
+      retry_topics: [{topic: %s, delay: 2s}, {topic: %s, delay: 2s}]
+      dead_letter_topic: %s
+    stores: {payloads: {type: filesystem, root: %q}}
+    transforms: [{type: rehydrate, max_size: 512KiB}]
+    observability: {listen: "", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, group, slim, retry1, retry2, dead, root))
+	started := time.Now()
+	d := startDaemon(t, cfg)
+	// The late object appears once its record has failed the first time.
+	if n := len(consumeAll(t, retry1, 3, 60*time.Second)); n != 3 {
+		t.Fatalf("the first retry topic holds %d records, want 3", n)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "late"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "late", "object"), healing, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	dead1 := consumeAll(t, dead, 2, 60*time.Second)
+	good := consumeAll(t, slim, len(recs)-2, 30*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if len(good) != len(recs)-2 || len(dead1) != 2 {
+		t.Fatalf("slim %d + dead-letter %d, want %d + 2", len(good), len(dead1), len(recs)-2)
+	}
+	if n := len(consumeAll(t, retry2, 2, 10*time.Second)); n != 2 {
+		t.Errorf("the second retry topic holds %d records, want 2", n)
+	}
+	if n := committedTotal(t, newAdmin(t), group, raw); n != int64(len(recs)) {
+		t.Errorf("committed offsets cover %d source records, want %d", n, len(recs))
+	}
+	for _, m := range good {
+		i, _ := strconv.Atoi(string(m.Key))
+		want := recs[i].value
+		if i == 6 {
+			want = healing
+		}
+		if string(m.Value) != string(want) {
+			t.Errorf("record %d: %q, want %q", i, m.Value, want)
+		}
+		for _, h := range m.Headers {
+			if h.Key == dlt.HeaderRetryAttempts || h.Key == dlt.HeaderClass || h.Key == pointer.HeaderPointer {
+				t.Errorf("record %d reached the slim topic with header %s", i, h.Key)
+			}
+		}
+	}
+	for _, m := range dead1 {
+		h := func(k string) string { v, _ := headerValue(m.Headers, k); return v }
+		i, _ := strconv.Atoi(string(m.Key))
+		if i != 9 && i != 14 {
+			t.Errorf("record %d is in the dead-letter topic", i)
+		}
+		if h(dlt.HeaderAttempts) != "3" || h(dlt.HeaderTopic) != raw || h(dlt.HeaderOffset) != strconv.Itoa(i/2) || h(dlt.HeaderClass) != "transform" {
+			t.Errorf("record %d: attempts %s, topic %s, offset %s, class %s", i, h(dlt.HeaderAttempts), h(dlt.HeaderTopic), h(dlt.HeaderOffset), h(dlt.HeaderClass))
+		}
+		first, _ := strconv.ParseInt(h(dlt.HeaderRetryFirstFailure), 10, 64)
+		at, _ := strconv.ParseInt(h(dlt.HeaderFailedAt), 10, 64)
+		if at-first < 4000 {
+			t.Errorf("record %d: dead-lettered %d ms after its first failure, before the two 2 s delays passed", i, at-first)
+		}
+		if first < started.UnixMilli() {
+			t.Errorf("record %d: first failure %d before the daemon started", i, first)
+		}
+	}
+}
