@@ -124,11 +124,22 @@ type Errors struct {
 	// StoreBudget bounds the time spent on one store call, retries included. It
 	// must stay below the consumer's max.poll.interval.ms and the producer's
 	// transaction.timeout.ms.
-	StoreBudget     time.Duration `key:"store_budget"`
-	OnStoreOutage   string        `key:"on_store_outage"`
-	RetryTopics     []RetryTopic  `key:"retry_topics"`
-	DeadLetterTopic string        `key:"dead_letter_topic"`
+	StoreBudget   time.Duration `key:"store_budget"`
+	OnStoreOutage string        `key:"on_store_outage"`
+	// Mode is how failed records are retried: non_blocking (through
+	// RetryTopics; later records pass) or blocking (in place, after each of
+	// RetryDelays; the partition waits, per-key order is kept).
+	Mode            string          `key:"mode"`
+	RetryTopics     []RetryTopic    `key:"retry_topics"`
+	RetryDelays     []time.Duration `key:"retry_delays"`
+	DeadLetterTopic string          `key:"dead_letter_topic"`
 }
+
+// Retry modes.
+const (
+	ModeNonBlocking = "non_blocking"
+	ModeBlocking    = "blocking"
+)
 
 // RetryTopic is one tier of non-blocking retries.
 type RetryTopic struct {
@@ -157,6 +168,7 @@ func defaults(name string) *Pipeline {
 		Errors: Errors{
 			StoreBudget:   20 * time.Second,
 			OnStoreOutage: OnStoreOutagePause,
+			Mode:          ModeNonBlocking,
 		},
 		Limits: LimitsEnforce,
 		Observability: Observability{

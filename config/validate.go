@@ -173,6 +173,26 @@ func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
 	if len(e.RetryTopics) > 0 && e.DeadLetterTopic == "" {
 		problems.Add(path+".errors.dead_letter_topic", "required when retry_topics are set: records that fail their last retry go there")
 	}
+	switch e.Mode {
+	case ModeNonBlocking:
+		if len(e.RetryDelays) > 0 {
+			problems.Add(path+".errors.retry_delays", "retries records in place: set mode: blocking, or use retry_topics for non-blocking retries")
+		}
+	case ModeBlocking:
+		if len(e.RetryTopics) > 0 {
+			problems.Add(path+".errors.retry_topics", "mode: blocking retries in place and uses no retry topics: set retry_delays instead")
+		}
+		if e.DeadLetterTopic == "" {
+			problems.Add(path+".errors.dead_letter_topic", "required with mode: blocking: records that fail their last retry go there")
+		}
+		for i, d := range e.RetryDelays {
+			if d <= 0 {
+				problems.Add(fmt.Sprintf("%s.errors.retry_delays[%d]", path, i), "must be positive, such as 10s")
+			}
+		}
+	default:
+		problems.Add(path+".errors.mode", "must be %q or %q, got %q", ModeNonBlocking, ModeBlocking, e.Mode)
+	}
 }
 
 // validateTimeBudget checks that one store call (retries included) and one
@@ -180,6 +200,11 @@ func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
 func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) {
 	pollInterval := msProperty(p.Kafka.Consumer, "max.poll.interval.ms", defaultMaxPollInterval, path+".kafka.consumer", problems)
 	txnTimeout := msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, path+".kafka.producer", problems)
+	for i, d := range p.Errors.RetryDelays {
+		if d >= pollInterval/2 {
+			problems.Add(fmt.Sprintf("%s.errors.retry_delays[%d]", path, i), "%s must be under half the consumer's max.poll.interval.ms (%s): the loop does not poll while a blocking retry waits", d, pollInterval)
+		}
+	}
 	if budget := p.Errors.StoreBudget; budget > 0 {
 		if budget >= pollInterval/2 {
 			problems.Add(path+".errors.store_budget", "%s must be under half the consumer's max.poll.interval.ms (%s), or a slow store gets the instance evicted from its group; lower store_budget or raise kafka.consumer.max.poll.interval.ms", budget, pollInterval)

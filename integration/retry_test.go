@@ -122,3 +122,84 @@ pipelines:
 		}
 	}
 }
+
+// TestBlockingRetriesKeepOrder: with mode: blocking a failing record is
+// retried in place after each retry delay while the records after it wait: a
+// pointer whose object appears after its first failure succeeds in order; a
+// malformed one goes to the dead-letter topic after its retries, and the slim
+// topic keeps source order throughout.
+func TestBlockingRetriesKeepOrder(t *testing.T) {
+	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "500000"})
+	createTopic(t, slim, 1, nil)
+	createTopic(t, dead, 1, nil)
+	root := t.TempDir()
+	healing := []byte("late but in order")
+	late := pointer.Pointer{Store: "payloads", Key: "late/blocking", Size: int64(len(healing)),
+		SHA256: pointer.Digest(sha256.Sum256(healing)), Codec: pointer.CodecNone, StoredSize: int64(len(healing))}
+	ptrHeaders := []kafka.Header{{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)}}
+	var recs []sourceRecord
+	for i := range 12 {
+		r := sourceRecord{key: []byte(strconv.Itoa(i)), value: fmt.Appendf(nil, "plain %d", i)}
+		switch i {
+		case 3:
+			r.value, r.headers = late.Encode(), ptrHeaders
+		case 7:
+			r.value, r.headers = []byte(`not json`), ptrHeaders
+		}
+		recs = append(recs, r)
+	}
+	produceRecords(t, raw, recs)
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  blocking:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    errors: {mode: blocking, retry_delays: [1s, 1s], dead_letter_topic: %s}
+    stores: {payloads: {type: filesystem, root: %q}}
+    transforms: [{type: rehydrate, max_size: 512KiB}]
+    observability: {listen: "", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
+	d := startDaemon(t, cfg)
+	d.waitForLog(t, "retrying in place (mode: blocking)", 60*time.Second)
+	// Records before the failing one may be committed or wait with it (they
+	// share its batch); none after it may pass it.
+	for _, m := range consumeAll(t, slim, 4, 3*time.Second) {
+		if i, _ := strconv.Atoi(string(m.Key)); i >= 3 {
+			t.Fatalf("record %d reached the slim topic while record 3 was being retried", i)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "late"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "late", "blocking"), healing, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	good := consumeAll(t, slim, len(recs)-1, 60*time.Second)
+	deadRecs := consumeAll(t, dead, 1, 30*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if len(good) != len(recs)-1 || len(deadRecs) != 1 {
+		t.Fatalf("slim %d + dead-letter %d, want %d + 1", len(good), len(deadRecs), len(recs)-1)
+	}
+	prev := -1
+	for _, m := range good {
+		i, _ := strconv.Atoi(string(m.Key))
+		if i <= prev || i == 7 {
+			t.Errorf("slim order: key %d after %d", i, prev)
+		}
+		prev = i
+		if i == 3 && string(m.Value) != string(healing) {
+			t.Errorf("record 3: %q", m.Value)
+		}
+	}
+	if k := string(deadRecs[0].Key); k != "7" {
+		t.Errorf("dead-letter record %s, want 7", k)
+	}
+	if a, _ := headerValue(deadRecs[0].Headers, dlt.HeaderAttempts); a != "3" {
+		t.Errorf("dead-letter attempts %s, want 3", a)
+	}
+}

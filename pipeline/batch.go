@@ -29,7 +29,7 @@ type Batch struct {
 	workers sync.WaitGroup
 	added   []*job
 	done    bool
-	isolate func(error) bool
+	isolate func(*Record, error) bool
 
 	mu     sync.Mutex
 	first  *RecordError
@@ -43,7 +43,7 @@ type job struct {
 
 // NewBatch starts a batch whose records are transformed by t until ctx ends.
 // isolate (nil: none) picks the failures that stay with their record.
-func NewBatch(ctx context.Context, t Transform, concurrency int, isolate func(error) bool) *Batch {
+func NewBatch(ctx context.Context, t Transform, concurrency int, isolate func(*Record, error) bool) *Batch {
 	b := &Batch{parent: ctx, t: t, jobs: make(chan *job, 1024), isolate: isolate}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	for range max(1, concurrency) {
@@ -79,7 +79,7 @@ func (b *Batch) apply(j *job) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.isolate != nil && b.isolate(err) {
+	if b.isolate != nil && b.isolate(j.in, err) {
 		b.failed = append(b.failed, &RecordError{Index: j.index, Record: j.in, Err: err})
 		return
 	}

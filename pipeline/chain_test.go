@@ -179,7 +179,7 @@ func TestBatchIsolatesRecordFailures(t *testing.T) {
 		}
 		return r, nil
 	})
-	b := NewBatch(context.Background(), tr, 4, func(err error) bool { return errors.Is(err, poison) })
+	b := NewBatch(context.Background(), tr, 4, func(_ *Record, err error) bool { return errors.Is(err, poison) })
 	for i := range 9 {
 		b.Add(&Record{Offset: int64(i)})
 	}

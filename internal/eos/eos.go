@@ -121,6 +121,9 @@ type Runner struct {
 	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
 	retryTier  map[string]int  // retry topic -> its index in errors.retry_topics
 	held       map[string]held // retry partitions paused until their next record is due
+	// failures counts, in mode: blocking, how often each record (by source
+	// position) failed; a record whose retry_delays are spent is dead-lettered.
+	failures map[string]int
 }
 
 // held is a retry partition paused until its next record is due.
@@ -207,7 +210,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: initialising transactions for transactional.id %q: %v", ErrFatal, TransactionalID(r.p), err)
 	}
 	topics := append([]string(nil), r.p.Source.Topics...)
-	r.retryTier, r.held = map[string]int{}, map[string]held{}
+	r.retryTier, r.held, r.failures = map[string]int{}, map[string]held{}, map[string]int{}
 	for i, rt := range r.p.Errors.RetryTopics {
 		r.retryTier[rt.Topic] = i
 		topics = append(topics, rt.Topic)
@@ -377,6 +380,11 @@ func (r *Runner) flush(ctx context.Context) error {
 	if err := r.handOff(ctx, records, out, firstOffsets(r.batch)); err != nil {
 		return err
 	}
+	if len(r.failures) > 0 {
+		for _, rec := range records {
+			delete(r.failures, position(rec)) // retried in place and done
+		}
+	}
 	if ce := r.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
 		ce.Write(zap.Int("records", len(r.batch)), zap.Int("bytes", r.batchBytes),
 			zap.Duration("collect", collected.Sub(r.batchStart)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
@@ -429,13 +437,46 @@ func (r *Runner) resumeDue() error {
 }
 
 // deadLetters reports whether a failure of err stays with its record, to be
-// retried later or dead-lettered, instead of stopping the batch.
-func (r *Runner) deadLetters(err error) bool {
+// retried later or dead-lettered, instead of stopping the batch. In mode:
+// blocking only a record whose retries in place are spent does.
+func (r *Runner) deadLetters(rec *pipeline.Record, err error) bool {
 	if r.p.Errors.DeadLetterTopic == "" {
 		return false
 	}
 	class := dlt.Classify(err)
+	if r.p.Errors.Mode == config.ModeBlocking {
+		return class.DeadLetters() && r.failures[position(rec)] >= len(r.p.Errors.RetryDelays)
+	}
 	return class.DeadLetters() || (class == dlt.TransientStore && r.p.Errors.OnStoreOutage == config.OnStoreOutageRetryTopic)
+}
+
+func position(r *pipeline.Record) string {
+	return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+}
+
+// retryInPlace handles, in mode: blocking, a record that failed with retries in
+// place left: the batch is rewound and tried again after the next delay, so the
+// records after it wait and per-key order is kept.
+func (r *Runner) retryInPlace(ctx context.Context, err error) (bool, error) {
+	var re *pipeline.RecordError
+	if r.p.Errors.Mode != config.ModeBlocking || !errors.As(err, &re) || !dlt.Classify(err).DeadLetters() {
+		return false, nil
+	}
+	key := position(re.Record)
+	n := r.failures[key]
+	if n >= len(r.p.Errors.RetryDelays) {
+		return false, nil
+	}
+	r.failures[key] = n + 1
+	delay := r.p.Errors.RetryDelays[n]
+	r.log.Warn("record failed: retrying in place (mode: blocking)", zap.String("topic", re.Record.Topic),
+		zap.Int32("partition", re.Record.Partition), zap.Int64("offset", re.Record.Offset),
+		zap.Int("attempt", n+1), zap.Int("retries", len(r.p.Errors.RetryDelays)), zap.Duration("retry_in", delay), zap.Error(err))
+	if err := r.rewind(nil); err != nil {
+		return true, err
+	}
+	r.wait(ctx, delay)
+	return true, nil
 }
 
 // deadLetter checks each output against the slim topic's size gate and puts a
@@ -468,6 +509,10 @@ func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, fai
 			stage = r.opts.StepNames[se.Step]
 		}
 		failure := dlt.Failure{Record: in[f.Index], Err: f.Err, Stage: stage, Attempts: dlt.Attempts(in[f.Index]) + 1, At: time.Now()}
+		if n, ok := r.failures[position(in[f.Index])]; ok {
+			failure.Attempts = n + 1
+			delete(r.failures, position(in[f.Index]))
+		}
 		var rec *pipeline.Record
 		if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(f.Err) != dlt.TooLarge {
 			rt := r.p.Errors.RetryTopics[tier]
@@ -546,6 +591,9 @@ func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.T
 func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return r.rewind(nil)
+	}
+	if retried, rerr := r.retryInPlace(ctx, err); retried {
+		return rerr
 	}
 	if !stores.IsRetryable(err) {
 		return fmt.Errorf("%w: %v", ErrFatal, err)
