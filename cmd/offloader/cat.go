@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/resolver/confluent"
+	"github.com/offloader/offloader/settings"
+)
+
+func catCommand() *command {
+	return &command{
+		name:    "cat",
+		summary: "print a topic's records with pointers resolved, like kcat for slim topics",
+		usage:   "-c FILE [--pipeline NAME] [--topic T] [--from beginning|end|offset:N|time:RFC3339] [--count N] [--format json|raw]",
+		help: `
+Reads a topic (read_committed, without joining a consumer group or committing
+anything) and prints each record with pointers resolved through the pipeline's
+stores: sizes and SHA-256 verified, codecs undone. The pipeline file gives the
+bootstrap servers, the client settings and the store definitions; --topic
+defaults to the pipeline's slim topic (use the dead-letter topic's name to look
+at failures).
+
+--from: beginning (default), end (only new records; implies --follow),
+offset:N (each partition from offset N), time:2026-11-29T10:00:00Z.
+Without --follow it stops at the end of each partition as it was at start.
+
+--format json (default): one JSON object per line with topic, partition,
+offset, timestamp, key, headers, value (UTF-8 text, or base64 with
+"value_encoding":"base64"), size and the pointer it came from. raw: the values
+alone, each followed by a newline.
+
+Exit 1 when a pointer cannot be resolved (--not-found skip or pointer to go on
+past missing objects), 2 on bad flags.`,
+		run: func(c *cli, args []string) int {
+			fs := c.flags(find("cat"))
+			src := c.pipelineFlags(fs)
+			o := catOptions{}
+			fs.StringVar(&o.topic, "topic", "", "topic to read (default: the pipeline's slim topic)")
+			fs.StringVar(&o.from, "from", "beginning", "where to start: beginning, end, offset:N or time:RFC3339")
+			fs.IntVar(&o.count, "count", 0, "stop after this many records (0: no limit)")
+			fs.StringVar(&o.format, "format", "json", "json or raw")
+			fs.BoolVar(&o.follow, "follow", false, "keep reading at the end of the topic until interrupted")
+			fs.StringVar(&o.notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
+			maxSize := fs.String("max-size", "64MiB", "refuse payloads larger than this")
+			if code, ok := c.parse(fs, args); !ok {
+				return code
+			}
+			policy, ok := map[string]resolver.NotFound{"error": resolver.NotFoundError, "skip": resolver.NotFoundSkip, "pointer": resolver.NotFoundKeepPointer}[o.notFound]
+			size, err := settings.ParseSize(*maxSize)
+			switch {
+			case !ok:
+				return c.usageError(fs, "--not-found must be error, skip or pointer, got %q", o.notFound)
+			case err != nil:
+				return c.usageError(fs, "--max-size: %v", err)
+			case o.format != "json" && o.format != "raw":
+				return c.usageError(fs, "--format must be json or raw, got %q", o.format)
+			case o.count < 0:
+				return c.usageError(fs, "--count must not be negative")
+			}
+			if _, err := parseFrom(o.from); err != nil {
+				return c.usageError(fs, "--from: %v", err)
+			}
+			f, code, ok := c.loadFile(fs.Name(), src)
+			if !ok {
+				return code
+			}
+			p, err := f.Select(*src.name)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
+				return exitUsage
+			}
+			if o.topic == "" {
+				o.topic = p.SlimTopic
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			res, err := resolver.Open(ctx, *src.file, p.Name, resolver.Options{MaxSize: int64(size), NotFound: policy})
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
+				return exitFailure
+			}
+			defer res.Close()
+			cm := kafka.ConfigMap{}
+			for k, v := range p.Kafka.Consumer {
+				cm[k] = v
+			}
+			cm["bootstrap.servers"] = p.Kafka.BootstrapServers
+			cm["group.id"] = "offloader-cat" // required by librdkafka; nothing is committed
+			cm["enable.auto.commit"] = false
+			cm["isolation.level"] = "read_committed"
+			cm["enable.partition.eof"] = true
+			if err := catTopic(ctx, &cm, res, o, c.stdout); err != nil {
+				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
+				return exitFailure
+			}
+			return exitOK
+		},
+	}
+}
+
+type catOptions struct {
+	topic, from, format, notFound string
+	count                         int
+	follow                        bool
+}
+
+// usageError reports a bad flag value with exit code 2.
+func (c *cli) usageError(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "offloader %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// start is where --from says to begin.
+type start struct {
+	offset kafka.Offset
+	time   time.Time // when set, looked up per partition
+}
+
+func parseFrom(s string) (start, error) {
+	switch {
+	case s == "beginning":
+		return start{offset: kafka.OffsetBeginning}, nil
+	case s == "end":
+		return start{offset: kafka.OffsetEnd}, nil
+	case strings.HasPrefix(s, "offset:"):
+		n, err := strconv.ParseInt(strings.TrimPrefix(s, "offset:"), 10, 64)
+		if err != nil || n < 0 {
+			return start{}, fmt.Errorf("offset:N needs a non-negative number, got %q", s)
+		}
+		return start{offset: kafka.Offset(n)}, nil
+	case strings.HasPrefix(s, "time:"):
+		t, err := time.Parse(time.RFC3339, strings.TrimPrefix(s, "time:"))
+		if err != nil {
+			return start{}, fmt.Errorf("time: needs an RFC 3339 time such as 2026-11-29T10:00:00Z, got %q", s)
+		}
+		return start{time: t}, nil
+	}
+	return start{}, fmt.Errorf("want beginning, end, offset:N or time:RFC3339, got %q", s)
+}
+
+func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, o catOptions, out io.Writer) error {
+	from, _ := parseFrom(o.from)
+	c, err := kafka.NewConsumer(cm)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	md, err := c.GetMetadata(&o.topic, false, 10_000)
+	if err != nil {
+		return fmt.Errorf("reading metadata of %s: %w", o.topic, err)
+	}
+	tm, ok := md.Topics[o.topic]
+	if !ok || tm.Error.Code() != kafka.ErrNoError {
+		return fmt.Errorf("topic %s does not exist", o.topic)
+	}
+	var tps []kafka.TopicPartition
+	remaining := map[int32]bool{} // partitions not read to their end yet
+	for _, pm := range tm.Partitions {
+		tp := kafka.TopicPartition{Topic: &o.topic, Partition: pm.ID, Offset: from.offset}
+		if !from.time.IsZero() {
+			tp.Offset = kafka.Offset(from.time.UnixMilli())
+		}
+		tps = append(tps, tp)
+		remaining[pm.ID] = true
+	}
+	if !from.time.IsZero() {
+		if tps, err = c.OffsetsForTimes(tps, 10_000); err != nil {
+			return fmt.Errorf("looking up offsets for %s: %w", from.time, err)
+		}
+	}
+	if err := c.Assign(tps); err != nil {
+		return err
+	}
+	follow := o.follow || from.offset == kafka.OffsetEnd
+	printed := 0
+	enc := json.NewEncoder(out)
+	for ctx.Err() == nil && (follow || len(remaining) > 0) {
+		switch ev := c.Poll(200).(type) {
+		case kafka.PartitionEOF:
+			// The end of the partition (transaction markers included).
+			delete(remaining, ev.Partition)
+		case kafka.Error:
+			if ev.IsFatal() {
+				return ev
+			}
+		case *kafka.Message:
+			if ev.TopicPartition.Error != nil {
+				return ev.TopicPartition.Error
+			}
+			r, err := confluent.Resolve(ctx, res, ev)
+			if err != nil {
+				return fmt.Errorf("%s[%d]@%d: %w", o.topic, ev.TopicPartition.Partition, ev.TopicPartition.Offset, err)
+			}
+			if r.Skipped {
+				continue
+			}
+			if err := printRecord(out, enc, o.format, ev, r); err != nil {
+				return err
+			}
+			if printed++; o.count > 0 && printed >= o.count {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+type catRecord struct {
+	Topic         string           `json:"topic"`
+	Partition     int32            `json:"partition"`
+	Offset        int64            `json:"offset"`
+	Timestamp     int64            `json:"timestamp"`
+	Key           *string          `json:"key"`
+	Headers       []catHeader      `json:"headers"`
+	Value         *string          `json:"value"`
+	ValueEncoding string           `json:"value_encoding,omitempty"`
+	Size          int              `json:"size"`
+	Pointer       *pointer.Pointer `json:"pointer,omitempty"`
+	Codec         string           `json:"inline_codec,omitempty"`
+}
+
+type catHeader struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+func text(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Message, r resolver.Result) error {
+	if format == "raw" {
+		if _, err := out.Write(r.Value); err != nil {
+			return err
+		}
+		_, err := out.Write([]byte("\n"))
+		return err
+	}
+	rec := catRecord{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
+		Timestamp: m.Timestamp.UnixMilli(), Key: text(m.Key), Size: len(r.Value), Pointer: r.Pointer, Codec: r.Codec, Headers: []catHeader{}}
+	for _, h := range m.Headers {
+		rec.Headers = append(rec.Headers, catHeader{Key: h.Key, Value: text(h.Value)})
+	}
+	switch {
+	case r.Value == nil:
+	case utf8.Valid(r.Value):
+		rec.Value = text(r.Value)
+	default:
+		v := base64.StdEncoding.EncodeToString(r.Value)
+		rec.Value, rec.ValueEncoding = &v, "base64"
+	}
+	return enc.Encode(rec)
+}

@@ -1,0 +1,113 @@
+"""Print the records of an offloader slim topic with pointers resolved, using only
+the documented pointer format (docs/pointer-format.md).
+
+    python resolve_pointers.py BOOTSTRAP TOPIC NAME=azblob:CONTAINER NAME=file:ROOT ...
+
+Azure Blob stores read the connection string from AZURE_STORAGE_CONNECTION_STRING.
+Prints one JSON object per record: partition, offset, key, size and sha256 of the
+original value. Needs confluent-kafka and azure-storage-blob from PyPI.
+"""
+import gzip
+import hashlib
+import json
+import os
+import re
+import sys
+
+from azure.storage.blob import BlobServiceClient
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+MAX_SIZE = 64 << 20
+FIELDS = {"v", "store", "key", "size", "sha256", "codec", "stored_size"}
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_key(key):
+    """Refuse keys that could leave a store (rule 3 of the format)."""
+    segments = key.split("/")
+    if (not key or len(key.encode()) > 1024 or key.startswith("/") or "\\" in key
+            or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key)
+            or any(s in ("", ".", "..") for s in segments)):
+        raise ValueError(f"forged key {key!r}")
+
+
+def open_stores(specs):
+    """NAME=azblob:CONTAINER or NAME=file:ROOT -> {name: fetch(key) -> bytes}."""
+    stores = {}
+    for spec in specs:
+        name, _, where = spec.partition("=")
+        kind, _, arg = where.partition(":")
+        if kind == "azblob":
+            service = BlobServiceClient.from_connection_string(os.environ["AZURE_STORAGE_CONNECTION_STRING"])
+            container = service.get_container_client(arg)
+            stores[name] = lambda key, c=container: c.download_blob(key).readall()
+        elif kind == "file":
+            stores[name] = lambda key, root=arg: open(os.path.join(root, *key.split("/")), "rb").read()
+        else:
+            raise ValueError(f"unknown store kind in {spec!r}")
+    return stores
+
+
+def decompress(codec, data, size):
+    if codec == "none":
+        return data
+    if codec == "gzip":
+        return gzip.decompress(data)  # the size check below bounds what is kept
+    raise ValueError(f"codec {codec!r} is not supported by this example")
+
+
+def resolve(value, headers, stores):
+    h = {k: v for k, v in (headers or [])}  # the last header of a name wins
+    if h.get("large-message") == b"true" and h.get("offloader-pointer") == b"v1":
+        p = json.loads(value)
+        if set(p) != FIELDS or p["v"] != 1 or not SHA256.match(p["sha256"]) or p["size"] < 0 or p["stored_size"] < 0:
+            raise ValueError(f"malformed pointer {value!r}")
+        if p["store"] not in stores:
+            raise ValueError(f"unknown store {p['store']!r}")
+        check_key(p["key"])
+        if p["size"] > MAX_SIZE or p["stored_size"] > MAX_SIZE:
+            raise ValueError("payload too large")
+        stored = stores[p["store"]](p["key"])
+        if len(stored) != p["stored_size"]:
+            raise ValueError("stored_size mismatch")
+        data = decompress(p["codec"], stored, p["size"])
+        if len(data) != p["size"] or hashlib.sha256(data).hexdigest() != p["sha256"]:
+            raise ValueError("payload does not match the pointer")
+        return data
+    if "offloader-codec" in h:
+        size = int(h["offloader-size"])
+        data = decompress(h["offloader-codec"].decode(), value, size)
+        if len(data) != size:
+            raise ValueError("inline size mismatch")
+        return data
+    return value
+
+
+def main():
+    bootstrap, topic, specs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    stores = open_stores(specs)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "resolve-pointers-example",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, -2) for p in partitions])  # -2: from the beginning
+    remaining = set(partitions)
+    while remaining:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                remaining.discard(msg.partition())
+                continue
+            raise RuntimeError(msg.error())
+        value = resolve(msg.value(), msg.headers(), stores)
+        print(json.dumps({"partition": msg.partition(), "offset": msg.offset(),
+                          "key": msg.key().decode() if msg.key() is not None else None,
+                          "size": None if value is None else len(value),
+                          "sha256": None if value is None else hashlib.sha256(value).hexdigest()}))
+    consumer.close()
+
+
+if __name__ == "__main__":
+    main()

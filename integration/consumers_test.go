@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/resolver/confluent"
+)
+
+// line is what each reader reports per record: the original value's identity.
+type line struct {
+	Partition int32   `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Key       string  `json:"key"`
+	Size      *int    `json:"size"`
+	SHA256    *string `json:"sha256"`
+}
+
+func (l line) String() string {
+	size, sum := "nil", "nil"
+	if l.Size != nil {
+		size, sum = strconv.Itoa(*l.Size), *l.SHA256
+	}
+	return fmt.Sprintf("%d/%d key=%s size=%s sha256=%s", l.Partition, l.Offset, l.Key, size, sum)
+}
+
+func digest(v []byte) (*int, *string) {
+	if v == nil {
+		return nil, nil
+	}
+	n, s := len(v), fmt.Sprintf("%x", sha256.Sum256(v))
+	return &n, &s
+}
+
+// TestConsumersResolveByteForByte: the daemon offloads to Azurite and to the
+// filesystem store (gzip); the Go resolver, `offloader cat` and the Python
+// example in docs/examples (the documented format only) all resolve the slim
+// topic to the very bytes produced.
+func TestConsumersResolveByteForByte(t *testing.T) {
+	python, err := exec.Command("../scripts/python-env.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/python-env.sh: %v", err)
+	}
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 2, nil)
+	container, root := uniqueName(t, "c"), t.TempDir()
+	var recs []sourceRecord
+	for i := range 30 {
+		r := sourceRecord{partition: int32(i % 2), key: []byte(strconv.Itoa(i)), value: fmt.Appendf(nil, "small %d", i)}
+		switch {
+		case i%5 == 1:
+			r.value = make([]byte, 100_000+i)
+			rand.Read(r.value)
+			r.headers = []kafka.Header{{Key: "to", Value: []byte("blob")}}
+		case i%5 == 2:
+			r.value = bytes.Repeat([]byte{byte(i)}, 200_000+i)
+		case i == 29:
+			r.value = nil
+		}
+		recs = append(recs, r)
+	}
+	produceRecords(t, raw, recs)
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  readers:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    stores:
+      blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
+      disk: {type: filesystem, root: %q}
+    transforms:
+      - {type: offload, store: blob, threshold: 64KiB, if: {type: has_header, name: to, value: blob}}
+      - {type: offload, store: disk, threshold: 64KiB, compression: gzip}
+    observability: {listen: "", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr, root))
+	d := startDaemon(t, cfg)
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if len(got) != len(recs) {
+		t.Fatalf("slim topic holds %d records, want %d", len(got), len(recs))
+	}
+
+	// What was produced, keyed by record key.
+	want := map[string]line{}
+	for _, r := range recs {
+		l := line{Key: string(r.key)}
+		l.Size, l.SHA256 = digest(r.value)
+		want[l.Key] = l
+	}
+	check := func(reader string, lines []line) {
+		t.Helper()
+		if len(lines) != len(recs) {
+			t.Errorf("%s reported %d records, want %d", reader, len(lines), len(recs))
+		}
+		for _, l := range lines {
+			w := want[l.Key]
+			w.Partition, w.Offset = l.Partition, l.Offset
+			if l.String() != w.String() {
+				t.Errorf("%s: %s, want %s", reader, l, w)
+			}
+		}
+	}
+
+	// 1. The Go library.
+	res, err := resolver.Open(context.Background(), cfg, "", resolver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	var goLines []line
+	pointers := 0
+	for _, m := range got {
+		r, err := confluent.Resolve(context.Background(), res, m)
+		if err != nil {
+			t.Fatalf("%d@%d: %v", m.TopicPartition.Partition, m.TopicPartition.Offset, err)
+		}
+		if r.Pointer != nil {
+			pointers++
+		}
+		l := line{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: string(m.Key)}
+		l.Size, l.SHA256 = digest(r.Value)
+		goLines = append(goLines, l)
+	}
+	if pointers != 12 {
+		t.Errorf("%d pointers in the slim topic, want 12 (6 to each store)", pointers)
+	}
+	check("Go resolver", goLines)
+
+	// 2. offloader cat.
+	out, err := exec.Command(offloaderBinary(t), "cat", "-c", cfg).Output()
+	if err != nil {
+		t.Fatalf("offloader cat: %v", err)
+	}
+	var catLines []line
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var rec struct {
+			Partition     int32   `json:"partition"`
+			Offset        int64   `json:"offset"`
+			Key           string  `json:"key"`
+			Value         *string `json:"value"`
+			ValueEncoding string  `json:"value_encoding"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("cat output %q: %v", sc.Text(), err)
+		}
+		var v []byte
+		if rec.Value != nil {
+			v = []byte(*rec.Value)
+			if rec.ValueEncoding == "base64" {
+				v, _ = base64.StdEncoding.DecodeString(*rec.Value)
+			}
+		}
+		l := line{Partition: rec.Partition, Offset: rec.Offset, Key: rec.Key}
+		l.Size, l.SHA256 = digest(v)
+		catLines = append(catLines, l)
+	}
+	check("offloader cat", catLines)
+
+	// 3. The Python example, from the documented format only.
+	cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/resolve_pointers.py", bootstrap, slim,
+		"blob=azblob:"+container, "disk=file:"+root)
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("python example: %v\n%s", err, stderr.String())
+	}
+	var pyLines []line
+	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("python output %q: %v", s, err)
+		}
+		pyLines = append(pyLines, l)
+	}
+	check("Python example", pyLines)
+	sortLines := func(ls []line) []string {
+		var s []string
+		for _, l := range ls {
+			s = append(s, l.String())
+		}
+		sort.Strings(s)
+		return s
+	}
+	if a, b := strings.Join(sortLines(goLines), "\n"), strings.Join(sortLines(pyLines), "\n"); a != b {
+		t.Errorf("the Go resolver and the Python example disagree:\nGo:\n%s\nPython:\n%s", a, b)
+	}
+}
