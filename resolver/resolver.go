@@ -62,7 +62,7 @@ type Options struct {
 	// Stores by the names pointers use (the pipeline's store names).
 	Stores map[string]stores.Store
 	// MaxSize refuses larger payloads; default 64 MiB.
-	MaxSize int64
+	MaxSize  int64
 	NotFound NotFound
 	// CacheBytes bounds an in-memory cache of resolved payloads by store and
 	// key; 0 disables it.

@@ -101,7 +101,7 @@ func TestForgedPointersGetTypedErrors(t *testing.T) {
 		"absolute key":      {forge(func(p *pointer.Pointer) { p.Key = "/etc/passwd" }), ErrMalformed},
 		"wrong size":        {forge(func(p *pointer.Pointer) { p.Size, p.StoredSize = p.Size+1, p.StoredSize+1 }), ErrChecksum},
 		"wrong hash":        {forge(func(p *pointer.Pointer) { p.SHA256 = strings.Repeat("ab", 32) }), ErrChecksum},
-		"absurd size":       {forge(func(p *pointer.Pointer) { p.Size, p.StoredSize = 1 << 50, 1 << 50 }), ErrTooLarge},
+		"absurd size":       {forge(func(p *pointer.Pointer) { p.Size, p.StoredSize = 1<<50, 1<<50 }), ErrTooLarge},
 		"codec lie":         {forge(func(p *pointer.Pointer) { p.Codec, p.Size = "zstd", 10 }), ErrChecksum},
 		"unknown codec":     {forge(func(p *pointer.Pointer) { p.Codec = "brotli" }), ErrMalformed},
 		"missing object":    {forge(func(p *pointer.Pointer) { p.Key = "p/t/0/2" }), ErrNotFound},
