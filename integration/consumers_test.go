@@ -178,6 +178,17 @@ pipelines:
 		catLines = append(catLines, l)
 	}
 	check("offloader cat", catLines)
+	out, err = exec.Command(offloaderBinary(t), "cat", "-c", cfg, "--from", "offset:10", "--count", "4").Output()
+	if err != nil {
+		t.Fatalf("offloader cat --from offset:10: %v", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 4 || !strings.Contains(lines[0], `"offset":1`) {
+		t.Errorf("--from offset:10 --count 4 printed %d lines, first %q", len(lines), lines[0])
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if out, err := exec.Command(offloaderBinary(t), "cat", "-c", cfg, "--from", "time:"+future).Output(); err != nil || len(out) != 0 {
+		t.Errorf("--from a future time: %v, %d bytes printed", err, len(out))
+	}
 
 	// 3. The Python example, from the documented format only.
 	cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/resolve_pointers.py", bootstrap, slim,

@@ -37,7 +37,7 @@ at failures).
 
 --from: beginning (default), end (only new records; implies --follow),
 offset:N (each partition from offset N), time:2026-11-29T10:00:00Z.
-Without --follow it stops at the end of each partition as it was at start.
+Without --follow it stops once it has reached the end of every partition.
 
 --format json (default): one JSON object per line with topic, partition,
 offset, timestamp, key, headers, value (UTF-8 text, or base64 with

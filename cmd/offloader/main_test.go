@@ -97,6 +97,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"version"}, exitOK, "librdkafka 2."},
 		{[]string{"check"}, exitUsage, "-c FILE is required"},
 		{[]string{"check", "--help"}, exitOK, "--create-missing creates the missing slim, retry and dead-letter topics"},
+		{[]string{"cat", "-c", "x.yaml", "--from", "yesterday"}, exitUsage, "--from: want beginning, end, offset:N or time:RFC3339"},
+		{[]string{"cat", "-c", "x.yaml", "--format", "xml"}, exitUsage, "--format must be json or raw"},
+		{[]string{"cat", "-c", "x.yaml", "--not-found", "ignore"}, exitUsage, "--not-found must be error, skip or pointer"},
+		{[]string{"cat", "--help"}, exitOK, "prints each record with pointers resolved"},
 		{[]string{"demo", "--records", "0"}, exitUsage, "--records must be at least 1, got 0"},
 		{[]string{"demo", "--help"}, exitOK, "starts an in-process Kafka-protocol broker"},
 	}
