@@ -102,17 +102,7 @@ func (d *daemon) output() string {
 func (d *daemon) stop(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
-	select {
-	case <-done:
-		return d.cmd.ProcessState.ExitCode()
-	case <-time.After(timeout):
-		d.cmd.Process.Kill()
-		<-done
-		t.Fatalf("daemon did not exit within %s of SIGTERM", timeout)
-		return -1
-	}
+	return d.waitExit(t, timeout)
 }
 
 func (d *daemon) kill9() {
@@ -322,6 +312,16 @@ func TestPipelineCopiesEveryRecordOnceInOrder(t *testing.T) {
 	}
 }
 
+// openFS opens the filesystem store the tests' pipelines call "payloads".
+func openFS(t *testing.T, root string) *filesystem.Store {
+	t.Helper()
+	s, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // waitForObjects waits until a filesystem store's root holds at least n objects.
 func waitForObjects(t *testing.T, root string, n int) {
 	t.Helper()
@@ -384,10 +384,7 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("final daemon exit code %d, want 0", code)
 	}
-	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
 			t.Fatalf("key %s resolved to %d different bytes", m.Key, len(v))

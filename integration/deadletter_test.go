@@ -12,7 +12,6 @@ import (
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pointer"
-	"github.com/offloader/offloader/stores/filesystem"
 )
 
 // TestPoisonRecordsGoToTheDeadLetterTopic: records a step refuses go to the
@@ -74,10 +73,7 @@ pipelines:
 			t.Errorf("poison record %d reached the slim topic", i)
 		}
 	}
-	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openFS(t, root)
 	for _, m := range dead1 {
 		i, _ := strconv.Atoi(string(m.Key))
 		if !poison[i] {

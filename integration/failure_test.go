@@ -16,7 +16,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/stores/azblob"
-	"github.com/offloader/offloader/stores/filesystem"
 )
 
 // numberedRecords returns n records keyed "0".."n-1" over the given partitions:
@@ -49,7 +48,7 @@ func (d *daemon) waitForLog(t *testing.T, s string, timeout time.Duration) {
 }
 
 // waitExit waits for the daemon to exit on its own and returns its exit code.
-func (d *daemon) waitExit(t *testing.T, timeout time.Duration) int {
+func (d *daemon) waitExit(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- d.cmd.Wait() }()
@@ -59,7 +58,7 @@ func (d *daemon) waitExit(t *testing.T, timeout time.Duration) int {
 	case <-time.After(timeout):
 		d.cmd.Process.Kill()
 		<-done
-		t.Fatalf("the daemon did not exit within %s", timeout)
+		t.Fatalf("the daemon did not exit within %s (SIGKILLed)", timeout)
 		return -1
 	}
 }
@@ -267,10 +266,7 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 	if code := b.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("second instance exit code %d after SIGTERM, want 0", code)
 	}
-	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if m.TopicPartition.Partition != recs[i].partition {
 			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, recs[i].partition)

@@ -14,7 +14,6 @@ import (
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pointer"
-	"github.com/offloader/offloader/stores/filesystem"
 )
 
 // TestSizeLadder sends the size-gates seed's ladder through the running
@@ -84,10 +83,7 @@ pipelines:
 	if !strings.Contains(d.output(), `"threshold_bytes": 295904`) {
 		t.Errorf("threshold auto did not derive 300,000 - 4 KiB = 295,904 from the slim topic's override")
 	}
-	store, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openFS(t, root)
 	where := map[int]string{}
 	for _, m := range got {
 		i, _ := strconv.Atoi(string(m.Key))
@@ -100,6 +96,7 @@ pipelines:
 			value = resolve(t, store, m)
 		case isPacked:
 			where[i] = packed
+			var err error
 			if value, err = codec.Decode(c, m.Value, int64(len(ladder[i].value))); err != nil {
 				t.Fatalf("%s: %v", ladder[i].what, err)
 			}

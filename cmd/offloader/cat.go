@@ -75,14 +75,9 @@ past missing objects), 2 on bad flags.`,
 			if _, err := parseFrom(o.from); err != nil {
 				return c.usageError(fs, "--from: %v", err)
 			}
-			f, code, ok := c.loadFile(fs.Name(), src)
+			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
-			}
-			p, err := f.Select(*src.name)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
-				return exitUsage
 			}
 			if o.topic == "" {
 				o.topic = p.SlimTopic

@@ -46,14 +46,9 @@ then checks again. 'run' never creates topics.`,
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			f, code, ok := c.loadFile(fs.Name(), src)
+			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
-			}
-			p, err := f.Select(*src.name)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
-				return exitUsage
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

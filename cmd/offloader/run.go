@@ -55,14 +55,9 @@ Nothing is skipped.`,
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			f, code, ok := c.loadFile(fs.Name(), src)
+			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
-			}
-			p, err := f.Select(*src.name)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
-				return exitUsage
 			}
 			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
 			if err != nil {

@@ -87,6 +87,21 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 	return f, exitOK, true
 }
 
+// loadPipeline loads the file and selects the pipeline --pipeline names (or the
+// file's only one), reporting problems as loadFile does.
+func (c *cli) loadPipeline(cmd string, src pipelineSource) (*config.Pipeline, int, bool) {
+	f, code, ok := c.loadFile(cmd, src)
+	if !ok {
+		return nil, code, false
+	}
+	p, err := f.Select(*src.name)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", *src.file, err)
+		return nil, exitUsage, false
+	}
+	return p, exitOK, true
+}
+
 // reportConfigError prints every problem of a pipeline file, one per line.
 func (c *cli) reportConfigError(file string, err error) {
 	var problems settings.Problems
