@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -321,4 +322,22 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// OpenStores opens the stores a pipeline defines, by the names its pointers use:
+// what a consumer needs to resolve them (see package resolver). The store
+// backends must be registered (import stores/azblob, stores/filesystem).
+func (p *Pipeline) OpenStores(ctx context.Context) (map[string]stores.Store, error) {
+	open := map[string]stores.Store{}
+	for name, spec := range p.Stores {
+		s, err := stores.Open(ctx, name, spec.Type, spec.Config)
+		if err != nil {
+			for _, o := range open {
+				o.Close()
+			}
+			return nil, err
+		}
+		open[name] = s
+	}
+	return open, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/resolver/confluent"
 )
@@ -123,10 +124,16 @@ pipelines:
 	}
 
 	// 1. The Go library.
-	res, err := resolver.Open(context.Background(), cfg, "", resolver.Options{})
+	file, err := config.Load(cfg, config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, _ := file.Select("")
+	open, err := p.OpenStores(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resolver.New(resolver.Options{Stores: open})
 	defer res.Close()
 	var goLines []line
 	pointers := 0

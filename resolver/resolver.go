@@ -1,6 +1,7 @@
 // Package resolver gives consumers of a slim topic their payloads back: given a
 // record's value and a header lookup, it returns the original value. It needs no
-// cgo and works with any Kafka client.
+// cgo and works with any Kafka client. Its stores come from the pipeline file
+// the daemon uses (config.OpenStores) or are built by the caller.
 //
 // A record that is not a pointer comes back unchanged (an inline-compressed one,
 // see docs/pointer-format.md, decompressed). A pointer is resolved only through
@@ -17,12 +18,8 @@ import (
 	"strconv"
 
 	"github.com/offloader/offloader/codec"
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
-	// Open builds stores from their YAML definitions by type name.
-	_ "github.com/offloader/offloader/stores/azblob"
-	_ "github.com/offloader/offloader/stores/filesystem"
 )
 
 // Errors, to test with errors.Is.
@@ -85,32 +82,6 @@ func New(opts Options) *Resolver {
 		r.cache = newCache(opts.CacheBytes)
 	}
 	return r
-}
-
-// Open builds a Resolver whose stores are those of a pipeline in a pipeline
-// file (the YAML the daemon uses; name may be empty when the file has one).
-// Close the returned stores with Resolver.Close.
-func Open(ctx context.Context, file, name string, opts Options) (*Resolver, error) {
-	f, err := config.Load(file, config.Options{Pipeline: name})
-	if err != nil {
-		return nil, err
-	}
-	p, err := f.Select(name)
-	if err != nil {
-		return nil, err
-	}
-	opts.Stores = map[string]stores.Store{}
-	for n, spec := range p.Stores {
-		s, err := stores.Open(ctx, n, spec.Type, spec.Config)
-		if err != nil {
-			for _, open := range opts.Stores {
-				open.Close()
-			}
-			return nil, err
-		}
-		opts.Stores[n] = s
-	}
-	return New(opts), nil
 }
 
 // Close closes the stores.
@@ -195,7 +166,7 @@ func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func
 		}
 		return Result{}, fmt.Errorf("store %q key %s: %w", p.Store, p.Key, ErrNotFound)
 	case stores.IsRetryable(err):
-		return Result{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
 		return Result{}, err
 	}

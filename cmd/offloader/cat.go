@@ -84,11 +84,12 @@ past missing objects), 2 on bad flags.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			res, err := resolver.Open(ctx, *src.file, p.Name, resolver.Options{MaxSize: int64(size), NotFound: policy})
+			open, err := p.OpenStores(ctx)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
 			}
+			res := resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
 			defer res.Close()
 			cm := kafka.ConfigMap{}
 			for k, v := range p.Kafka.Consumer {
