@@ -124,6 +124,8 @@ type Runner struct {
 	// failures counts, in mode: blocking, how often each record (by source
 	// position) failed; a record whose retry_delays are spent is dead-lettered.
 	failures map[string]int
+	msg      kafka.Message  // reused by produce, in the committer goroutine
+	headers  []kafka.Header // msg's headers, reused too
 }
 
 // held is a retry partition paused until its next record is due.
@@ -744,15 +746,17 @@ func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offse
 	if err := r.txnCall(ctx, "BeginTransaction", r.producer.BeginTransaction); err != nil {
 		return err
 	}
+	var tally tally
+	defer tally.record(r.m)
 	for i, rec := range out {
 		if rec == nil {
-			r.m.RecordsDropped.Inc()
+			tally.dropped++
 			continue
 		}
 		if err := r.produce(ctx, rec); err != nil {
 			return err
 		}
-		r.count(in[i], rec)
+		tally.count(r, in[i], rec)
 	}
 	txnCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -769,41 +773,59 @@ func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offse
 	return nil
 }
 
-func (r *Runner) count(in, out *pipeline.Record) {
-	r.m.RecordsOut.Inc()
-	if out.Destination != "" && out.Destination == r.p.Errors.DeadLetterTopic {
-		r.m.DeadLettered.Inc()
-		return
+// tally counts a transaction's records for the metrics, which are updated once
+// per transaction rather than once per record.
+type tally struct {
+	out, dropped, deadLettered, offloaded, passthrough int
+	offloadedBytes                                     int
+}
+
+func (t *tally) count(r *Runner, in, out *pipeline.Record) {
+	t.out++
+	switch {
+	case out.Destination != "" && out.Destination == r.p.Errors.DeadLetterTopic:
+		t.deadLettered++
+	case pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header):
+		t.offloaded++
+		t.offloadedBytes += len(in.Value)
+	default:
+		t.passthrough++
 	}
-	if pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header) {
-		r.m.Offloaded.Inc()
-		r.m.OffloadedBytes.Add(float64(len(in.Value)))
-		return
-	}
-	r.m.Passthrough.Inc()
+}
+
+func (t *tally) record(m *observability.Metrics) {
+	m.RecordsOut.Add(float64(t.out))
+	m.RecordsDropped.Add(float64(t.dropped))
+	m.DeadLettered.Add(float64(t.deadLettered))
+	m.Offloaded.Add(float64(t.offloaded))
+	m.OffloadedBytes.Add(float64(t.offloadedBytes))
+	m.Passthrough.Add(float64(t.passthrough))
 }
 
 func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
-	topic := r.p.SlimTopic
+	topic := &r.p.SlimTopic
 	if rec.Destination != "" {
-		topic = rec.Destination
+		topic = &rec.Destination
 	}
-	msg := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
+	// Produce copies the message into librdkafka: one struct serves them all.
+	msg := &r.msg
+	*msg = kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: topic, Partition: kafka.PartitionAny},
 		Key:            rec.Key,
 		Value:          rec.Value,
 		Timestamp:      rec.Timestamp,
 	}
 	// Dead-letter records spread by key: the dead-letter topic need not have
 	// as many partitions as the source.
-	if r.p.Partitioning == config.PartitioningPreserve && topic != r.p.Errors.DeadLetterTopic {
+	if r.p.Partitioning == config.PartitioningPreserve && *topic != r.p.Errors.DeadLetterTopic {
 		msg.TopicPartition.Partition = rec.Partition
 	}
 	if len(rec.Headers) > 0 {
-		msg.Headers = make([]kafka.Header, len(rec.Headers))
-		for i, h := range rec.Headers {
-			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
+		r.headers = r.headers[:0]
+		for _, h := range rec.Headers {
+			r.headers = append(r.headers, kafka.Header{Key: h.Key, Value: h.Value})
 		}
+		msg.Headers = r.headers
 	}
 	for {
 		err := r.producer.Produce(msg, nil)
@@ -821,7 +843,7 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 			continue
 		}
 		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %v",
-			ErrFatal, rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value), err)
+			ErrFatal, rec.Topic, rec.Partition, rec.Offset, *topic, len(rec.Value), err)
 	}
 }
 
