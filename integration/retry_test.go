@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +203,60 @@ pipelines:
 	if a, _ := headerValue(deadRecs[0].Headers, dlt.HeaderAttempts); a != "3" {
 		t.Errorf("dead-letter attempts %s, want 3", a)
 	}
+}
+
+// TestStoreOutageToRetryTopic: with on_store_outage: retry_topic, records whose
+// store calls fail past the budget go to the retry topic instead of pausing the
+// pipeline, and succeed from there once Azurite is back; nothing reaches the
+// dead-letter topic.
+func TestStoreOutageToRetryTopic(t *testing.T) {
+	raw, slim, retry1, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "retry1"), uniqueName(t, "dlt")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
+	for _, topic := range []string{slim, retry1} {
+		createTopic(t, topic, 2, nil)
+	}
+	createTopic(t, dead, 1, nil)
+	container := uniqueName(t, "c")
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  outage:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    errors:
+      store_budget: 2s
+      on_store_outage: retry_topic
+      retry_topics: [{topic: %s, delay: 8s}]
+      dead_letter_topic: %s
+    stores:
+      payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, max_retries: 1, try_timeout: 1s, retry_delay: 100ms}
+    transforms: [{type: offload, store: payloads, threshold: 64KiB}]
+    observability: {listen: "", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, retry1, dead, container, azureConnStr))
+	d := startDaemon(t, cfg)
+	d.waitForLog(t, "partitions assigned", 60*time.Second)
+	services(t, "stop", "azurite")
+	t.Cleanup(func() { services(t, "start", "azurite") })
+	recs := numberedRecords(20, 2, 1, 100<<10, 0)
+	produceRecords(t, raw, recs)
+	if n := len(consumeAll(t, retry1, len(recs), 60*time.Second)); n != len(recs) {
+		t.Fatalf("the retry topic holds %d records, want all %d", n, len(recs))
+	}
+	services(t, "start", "azurite")
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if n := len(consumeAll(t, dead, 0, 2*time.Second)); n != 0 {
+		t.Errorf("%d records reached the dead-letter topic", n)
+	}
+	if strings.Contains(d.output(), "pipeline paused") {
+		t.Error("the pipeline paused although on_store_outage is retry_topic")
+	}
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if _, ok := headerValue(m.Headers, pointer.HeaderPointer); !ok {
+			t.Errorf("record %d is not a pointer", i)
+		}
+	})
 }

@@ -30,10 +30,17 @@ pipeline's consumer group (read_committed), transforms each batch of records,
 offloads values over the threshold to the payload store, and produces the result
 to the slim topic in a Kafka transaction together with the consumed offsets.
 
-Before consuming it checks that the source and slim topics exist (it never creates
-topics), that the slim topic has enough partitions for partitioning: preserve, and
-derives threshold: auto from the slim topic's max.message.bytes and the producer's
-message.max.bytes, logging the figures.
+Before consuming it checks that the source, slim, retry and dead-letter topics
+exist (it never creates topics; offloader check --create-missing does), that
+their partitions and size limits fit what they may receive (the table of
+offloader check; limits: warn only logs problems), and derives threshold: auto
+from the slim topic's max.message.bytes and the producer's message.max.bytes,
+logging the figures.
+
+A record the chain refuses, or one still too large after it, goes to the retry
+topics (errors.retry_topics) or in place after errors.retry_delays (errors.mode:
+blocking), then to errors.dead_letter_topic, in the transaction that commits its
+offset. Without a dead-letter topic it stops the instance instead.
 
 Run several instances with the same file to share the partitions; give each a
 distinct kafka.transactional_id (for example OFFLOADER_KAFKA__TRANSACTIONAL_ID=
@@ -41,8 +48,8 @@ offloader-orders-$HOSTNAME) that stays the same across its restarts.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand, leaves the group and
 exits 0. Exit 1: a runtime failure (Kafka unreachable, fenced by another instance
-with the same transactional.id, a record the chain cannot process). Exit 2: a bad
-pipeline file.
+with the same transactional.id, misaligned size limits, a record the chain cannot
+process and no dead-letter topic). Exit 2: a bad pipeline file.
 
 A payload store that does not answer at start-up within errors.store_budget
 ends the run with exit 1 before anything is consumed. If the store stays
