@@ -91,8 +91,12 @@ type Commit struct {
 // Store is a named payload store. Its settings beyond `type` are decoded into the
 // typed config its backend registered (see package stores).
 type Store struct {
-	Type     string         `key:"type" required:"true"`
-	Settings map[string]any `key:",remain"`
+	Type string `key:"type" required:"true"`
+	// ObjectLifetime declares how long the store keeps objects (a lifecycle
+	// rule, for example); 0: forever. The slim topic's retention.ms must not be
+	// longer, or pointers outlive their payloads (offloader check tells).
+	ObjectLifetime time.Duration  `key:"object_lifetime"`
+	Settings       map[string]any `key:",remain"`
 	// Config is the decoded, validated backend config.
 	Config any
 }

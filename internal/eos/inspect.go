@@ -181,6 +181,12 @@ func Survey(ctx context.Context, p *config.Pipeline) (*Figures, error) {
 		f.DeadLetter = &t
 	}
 	f.Threshold, f.HasOffload = offloadThreshold(p, f)
+	f.ObjectLifetimes = map[string]time.Duration{}
+	for name, s := range p.Stores {
+		if s.ObjectLifetime > 0 {
+			f.ObjectLifetimes[name] = s.ObjectLifetime
+		}
+	}
 	return f, nil
 }
 

@@ -3,7 +3,10 @@ package eos
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -37,6 +40,8 @@ type Figures struct {
 	Threshold               int // the offload threshold in bytes (0 without offload)
 	// Rehydrated is a rehydrate step's max_size: records may grow to it.
 	Rehydrated int
+	// ObjectLifetimes are the stores' declared object lifetimes (object_lifetime).
+	ObjectLifetimes map[string]time.Duration
 }
 
 // Room the checks leave for what a record gains on its way: the pointer value
@@ -177,6 +182,23 @@ func CheckLimits(f *Figures) ([]Row, []Problem) {
 	}
 	if f.DeadLetter != nil {
 		check(*f.DeadLetter, failedLargest, failedWhy)
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.ObjectLifetimes)) {
+		life := f.ObjectLifetimes[name]
+		if !f.Slim.Exists || life <= 0 {
+			continue
+		}
+		retention := time.Duration(f.Slim.RetentionMs) * time.Millisecond
+		if f.Slim.RetentionMs < 0 || retention > life {
+			kept := "forever (retention.ms -1)"
+			if f.Slim.RetentionMs >= 0 {
+				kept = retention.String()
+			}
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("slim topic %s keeps records %s but store %s keeps objects only %s: older pointers would point at nothing", f.Slim.Name, kept, name, life),
+				Fix:  fmt.Sprintf("kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config retention.ms=%d (or lengthen the store's lifecycle rule and object_lifetime)", f.Bootstrap, f.Slim.Name, life.Milliseconds()),
+			})
+		}
 	}
 	return rows, problems
 }

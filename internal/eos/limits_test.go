@@ -3,6 +3,7 @@ package eos
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func figures() *Figures {
@@ -38,6 +39,14 @@ func TestCheckLimitsTheFourGates(t *testing.T) {
 			[]string{"dead-letter topic dlt may get records of 8390656 bytes (a source record with error headers)"}},
 		"slim with fewer partitions": {func(f *Figures) { f.Slim.Partitions = 3 },
 			[]string{"slim topic slim has 3 partitions, fewer than the source's 6", "--partitions 6"}},
+		"slim retention longer than the objects live": {func(f *Figures) {
+			f.Slim.RetentionMs = 14 * 24 * 3600 * 1000
+			f.ObjectLifetimes = map[string]time.Duration{"blob": 7 * 24 * time.Hour}
+		}, []string{"slim topic slim keeps records 336h0m0s but store blob keeps objects only 168h0m0s", "retention.ms=604800000"}},
+		"slim kept forever": {func(f *Figures) {
+			f.Slim.RetentionMs = -1
+			f.ObjectLifetimes = map[string]time.Duration{"blob": time.Hour}
+		}, []string{"keeps records forever (retention.ms -1)"}},
 		"missing dead-letter topic": {func(f *Figures) { f.DeadLetter.Exists = false },
 			[]string{"dead-letter topic dlt does not exist", "--create --topic dlt --partitions 6"}},
 	}
