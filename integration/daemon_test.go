@@ -322,19 +322,24 @@ func openFS(t *testing.T, root string) *filesystem.Store {
 	return s
 }
 
+// countObjects counts the objects a filesystem store's root holds.
+func countObjects(root string) int {
+	count := 0
+	filepath.WalkDir(root, func(_ string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !strings.HasPrefix(e.Name(), ".put-") {
+			count++
+		}
+		return nil
+	})
+	return count
+}
+
 // waitForObjects waits until a filesystem store's root holds at least n objects.
 func waitForObjects(t *testing.T, root string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		count := 0
-		filepath.WalkDir(root, func(_ string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && !strings.HasPrefix(e.Name(), ".put-") {
-				count++
-			}
-			return nil
-		})
-		if count >= n {
+		if countObjects(root) >= n {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -351,3 +351,44 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		t.Errorf("%d records offloaded, want %d", offloaded, len(recs)/4)
 	}
 }
+
+// TestBrokerRestartLosesAndDuplicatesNothing restarts the Kafka broker while the
+// daemon works: the daemon rides it out (aborting and reprocessing what the
+// restart cut) and every record appears once.
+func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 2, nil)
+	root := t.TempDir()
+	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
+	cfg := pipelineFile(t, "restart", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	recs := numberedRecords(6000, 2, 10, 100<<10, 2000)
+	produceRecords(t, raw, recs)
+
+	d := startDaemon(t, cfg, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx"))
+	waitForObjects(t, root, 60)
+	services(t, "stop", "kafka")
+	if n := countObjects(root); n >= len(recs)/10 {
+		t.Fatalf("all %d offloaded records were done before the broker stopped; make the workload larger", n)
+	} else {
+		t.Logf("the broker stopped with %d of %d payloads stored", n, len(recs)/10)
+	}
+	t.Cleanup(func() { services(t, "start", "kafka") })
+	services(t, "start", "kafka")
+	if err := waitForBroker(60 * time.Second); err != nil {
+		t.Fatalf("the broker did not come back: %v", err)
+	}
+	got := consumeAll(t, slim, len(recs), 180*time.Second)
+	if d.cmd.ProcessState != nil {
+		t.Fatalf("the daemon exited during the broker restart (code %d)", d.cmd.ProcessState.ExitCode())
+	}
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+	store := openFS(t, root)
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+		}
+	})
+}
