@@ -675,10 +675,14 @@ func (e *abortError) Error() string { return "transaction must abort: " + e.err.
 // txnCall runs one transactional call with librdkafka's error contract:
 // retriable -> call again; requires abort -> abortError; fatal (fenced included)
 // or anything else -> ErrFatal.
-func (r *Runner) txnCall(ctx context.Context, what string, call func() error) error {
+func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration, call func(context.Context) error) error {
+	// The call's own deadline bounds its retries: a call that keeps timing out
+	// (a broker that stays away) ends in an abort, not an endless loop.
+	callCtx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		err := call()
+		err := call(callCtx)
 		if err == nil {
 			return nil
 		}
@@ -692,6 +696,9 @@ func (r *Runner) txnCall(ctx context.Context, what string, call func() error) er
 		case kerr.TxnRequiresAbort():
 			return &abortError{err: fmt.Errorf("%s: %w", what, err)}
 		case kerr.IsRetriable() || kerr.IsTimeout():
+			if callCtx.Err() != nil {
+				return &abortError{err: fmt.Errorf("%s: %w (still failing after %s)", what, err, timeout)}
+			}
 			if ctx.Err() != nil {
 				return &abortError{err: fmt.Errorf("%s: %w (shutdown deadline passed)", what, err)}
 			}
@@ -705,9 +712,7 @@ func (r *Runner) txnCall(ctx context.Context, what string, call func() error) er
 }
 
 func (r *Runner) abort(ctx context.Context) error {
-	abortCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := r.txnCall(ctx, "AbortTransaction", func() error { return r.producer.AbortTransaction(abortCtx) })
+	err := r.txnCall(ctx, "AbortTransaction", 30*time.Second, r.producer.AbortTransaction)
 	var abort *abortError
 	if errors.As(err, &abort) {
 		return fmt.Errorf("%w: aborting: %v", ErrFatal, abort.err)
@@ -743,7 +748,7 @@ func (r *Runner) handOff(ctx context.Context, in, out []*pipeline.Record, start 
 // transactional or producer call runs meanwhile (see settle).
 func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata) error {
 	began := time.Now()
-	if err := r.txnCall(ctx, "BeginTransaction", r.producer.BeginTransaction); err != nil {
+	if err := r.txnCall(ctx, "BeginTransaction", time.Minute, func(context.Context) error { return r.producer.BeginTransaction() }); err != nil {
 		return err
 	}
 	var tally tally
@@ -758,14 +763,12 @@ func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offse
 		}
 		tally.count(r, in[i], rec)
 	}
-	txnCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := r.txnCall(ctx, "SendOffsetsToTransaction", func() error {
-		return r.producer.SendOffsetsToTransaction(txnCtx, offsets, meta)
+	if err := r.txnCall(ctx, "SendOffsetsToTransaction", time.Minute, func(c context.Context) error {
+		return r.producer.SendOffsetsToTransaction(c, offsets, meta)
 	}); err != nil {
 		return err
 	}
-	if err := r.txnCall(ctx, "CommitTransaction", func() error { return r.producer.CommitTransaction(txnCtx) }); err != nil {
+	if err := r.txnCall(ctx, "CommitTransaction", time.Minute, r.producer.CommitTransaction); err != nil {
 		return err
 	}
 	r.m.TxnCommits.Inc()
@@ -827,7 +830,7 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 		}
 		msg.Headers = r.headers
 	}
-	for {
+	for waited := time.Now(); ; {
 		err := r.producer.Produce(msg, nil)
 		if err == nil {
 			return nil
@@ -835,10 +838,11 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 		var kerr kafka.Error
 		if errors.As(err, &kerr) && kerr.Code() == kafka.ErrQueueFull {
 			// The local queue is bounded (queue.buffering.max.kbytes): wait for
-			// deliveries to drain it, then try again.
+			// deliveries to drain it, then try again; a queue that does not
+			// drain (the broker is away) aborts the transaction.
 			r.producer.Flush(100)
-			if ctx.Err() != nil {
-				return &abortError{err: fmt.Errorf("producing: %w", err)}
+			if ctx.Err() != nil || time.Since(waited) > time.Minute {
+				return &abortError{err: fmt.Errorf("producing: %w (the local queue did not drain)", err)}
 			}
 			continue
 		}
