@@ -335,7 +335,7 @@ func (p *Pipeline) OpenStores(ctx context.Context) (map[string]stores.Store, err
 			for _, o := range open {
 				o.Close()
 			}
-			return nil, err
+			return nil, fmt.Errorf("payload store %q (%s) is not usable: %w", name, spec.Type, err)
 		}
 		open[name] = s
 	}

@@ -230,16 +230,10 @@ pipelines:
 	}
 	d := startDaemon(b, cfg)
 	base := d.metricsURL(b)
-	deadline := time.Now().Add(time.Minute)
-	for readyz(b, base) != 200 {
-		if time.Now().After(deadline) {
-			b.Fatal("the daemon was not assigned partitions within a minute")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitReady(b, base, time.Minute)
 	start := time.Now()
 	admin := newAdmin(b)
-	deadline = time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for committedTotal(b, admin, group, raw) < int64(n) {
 		if time.Now().After(deadline) {
 			b.Fatalf("pipeline: offsets for fewer than %d records committed after 10 minutes", n)

@@ -125,6 +125,18 @@ func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, tim
 	}
 }
 
+// waitReady waits until the daemon's /readyz answers 200: it holds partitions.
+func waitReady(t testing.TB, base string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for readyz(t, base) != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/readyz did not answer 200 within %s", base, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func readyz(t testing.TB, base string) int {
 	t.Helper()
 	resp, err := http.Get(base + "/readyz")
@@ -232,13 +244,7 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 	// /readyz answers 200 once an instance holds partitions; the second gets
 	// some only in the rebalance that splits them.
 	for _, base := range []string{aURL, bURL} {
-		deadline := time.Now().Add(60 * time.Second)
-		for readyz(t, base) != http.StatusOK {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s/readyz never answered 200", base)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitReady(t, base, 60*time.Second)
 	}
 	produceRecords(t, raw, recs[:4000])
 
@@ -301,7 +307,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	if code := d.waitExit(t, 60*time.Second); code != 1 {
 		t.Fatalf("with Azurite down at start the daemon exited %d, want 1", code)
 	}
-	if want := `payload store \"payloads\" (azblob) is not usable, nothing was consumed`; !strings.Contains(d.output(), want) {
+	if want := `nothing was consumed: payload store \"payloads\" (azblob) is not usable`; !strings.Contains(d.output(), want) {
 		t.Fatalf("the start-up failure does not say %s:\n%s", want, d.output())
 	}
 	if n := len(consumeAll(t, slim, 1, 3*time.Second)); n != 0 {

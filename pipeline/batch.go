@@ -89,9 +89,6 @@ func (b *Batch) apply(j *job) {
 	}
 }
 
-// Len is the number of records added.
-func (b *Batch) Len() int { return len(b.added) }
-
 // Records returns the records added, in order.
 func (b *Batch) Records() []*Record {
 	in := make([]*Record, len(b.added))

@@ -137,7 +137,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 		t.Fatal("the record did not start before Wait")
 	}
 	out, _, err := b.Wait()
-	if err != nil || len(out) != 1 || out[0].Offset != 7 || b.Len() != 1 || b.Records()[0].Offset != 7 {
+	if err != nil || len(out) != 1 || out[0].Offset != 7 || len(b.Records()) != 1 || b.Records()[0].Offset != 7 {
 		t.Fatalf("out=%v err=%v", out, err)
 	}
 }

@@ -20,7 +20,9 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/resolver/confluent"
+	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 )
 
@@ -199,7 +201,9 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	return demoReport(out, recs, got, store, rawBytes, elapsed)
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": store}})
+	defer res.Close()
+	return demoReport(out, recs, got, res, rawBytes, elapsed)
 }
 
 func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
@@ -328,7 +332,7 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 
 // demoReport checks that every record arrived once, in order, resolving to its
 // original bytes, and prints what happened.
-func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, store *filesystem.Store, rawBytes int64, elapsed time.Duration) error {
+func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, res *resolver.Resolver, rawBytes int64, elapsed time.Duration) error {
 	byKey := make(map[string]int, len(recs))
 	for i, r := range recs {
 		byKey[r.key] = i
@@ -352,30 +356,14 @@ func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, store *f
 		}
 		last[part] = i
 		slimBytes += int64(len(m.Key) + len(m.Value))
-		value := m.Value
-		isPointer := pointer.IsPointer(func(name string) ([]byte, bool) {
-			for _, h := range m.Headers {
-				if h.Key == name {
-					return h.Value, true
-				}
-			}
-			return nil, false
-		})
+		r, err := res.Resolve(context.Background(), m.Value, confluent.Header(m))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", m.Key, err))
+			continue
+		}
+		value := r.Value
 		switch {
-		case isPointer:
-			ptr, err := pointer.Decode(m.Value)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", m.Key, err))
-				continue
-			}
-			value, err = store.Get(context.Background(), ptr.Key)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", m.Key, err))
-				continue
-			}
-			if int64(len(value)) != ptr.Size || pointer.Digest(sha256.Sum256(value)) != ptr.SHA256 {
-				problems = append(problems, fmt.Sprintf("%s: stored bytes do not match the pointer's size and SHA-256", m.Key))
-			}
+		case r.Pointer != nil:
 			offloaded++
 			offloadedBytes += int64(len(value))
 			if example == nil {

@@ -116,23 +116,22 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		zap.Int("slim_topic_max_message_bytes", topology.SlimTopicMaxMessageBytes),
 		zap.Int("producer_message_max_bytes", topology.ProducerMaxMessageBytes))
 
-	open := map[string]stores.Store{}
+	var open map[string]stores.Store
+	err = stores.DefaultRetryPolicy(p.Errors.StoreBudget).Do(startCtx, func(ctx context.Context) (err error) {
+		open, err = p.OpenStores(ctx)
+		return err
+	})
+	if err != nil {
+		// Nothing has been consumed yet: exiting loses nothing, and a
+		// supervisor restarts the instance once the store answers.
+		return fmt.Errorf("nothing was consumed: %w", err)
+	}
 	defer func() {
 		for _, s := range open {
 			s.Close()
 		}
 	}()
-	for name, spec := range p.Stores {
-		var s stores.Store
-		err := stores.DefaultRetryPolicy(p.Errors.StoreBudget).Do(startCtx, func(ctx context.Context) (err error) {
-			s, err = stores.Open(ctx, name, spec.Type, spec.Config)
-			return err
-		})
-		if err != nil {
-			// Nothing has been consumed yet: exiting loses nothing, and a
-			// supervisor restarts the instance once the store answers.
-			return fmt.Errorf("payload store %q (%s) is not usable, nothing was consumed: %w", name, spec.Type, err)
-		}
+	for name, s := range open {
 		open[name] = metrics.InstrumentStore(name, s)
 	}
 	deps := transforms.Deps{

@@ -35,6 +35,7 @@ import (
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver/confluent"
 	"github.com/offloader/offloader/stores"
 )
 
@@ -400,14 +401,7 @@ func (r *Runner) flush(ctx context.Context) error {
 // seeks back to that record (dropping what was fetched after it) and resumes
 // at the due time (resumeDue), instead of sleeping in the poll loop.
 func (r *Runner) holdUntilDue(m *kafka.Message) (bool, error) {
-	due, ok := dlt.Due(func(k string) ([]byte, bool) {
-		for _, h := range m.Headers {
-			if h.Key == k {
-				return h.Value, true
-			}
-		}
-		return nil, false
-	})
+	due, ok := dlt.Due(confluent.Header(m))
 	if !ok || !time.Now().Before(due) {
 		return false, nil
 	}

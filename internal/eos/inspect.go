@@ -180,7 +180,7 @@ func Survey(ctx context.Context, p *config.Pipeline) (*Figures, error) {
 		}
 		f.DeadLetter = &t
 	}
-	f.Threshold, f.HasOffload = offloadThreshold(p, f)
+	chainFigures(p, f)
 	f.ObjectLifetimes = map[string]time.Duration{}
 	for name, s := range p.Stores {
 		if s.ObjectLifetime > 0 {

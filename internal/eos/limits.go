@@ -65,25 +65,26 @@ type Problem struct {
 	What, Fix string
 }
 
-// offloadThreshold is the first offload step's threshold in bytes.
-func offloadThreshold(p *config.Pipeline, f *Figures) (int, bool) {
+// chainFigures reads from the chain what changes record sizes: the first
+// offload step's threshold in bytes, and rehydrate's max_size.
+func chainFigures(p *config.Pipeline, f *Figures) {
 	for _, s := range p.Transforms {
-		if c, ok := s.Config.(*transforms.RehydrateConfig); ok {
+		switch c := s.Config.(type) {
+		case *transforms.RehydrateConfig:
 			f.Rehydrated = max(f.Rehydrated, int(c.MaxSize))
+		case *transforms.OffloadConfig:
+			if f.HasOffload {
+				continue
+			}
+			f.HasOffload = true
+			if c.Threshold == transforms.ThresholdAuto {
+				f.Threshold = min(f.Slim.MaxMessageBytes, f.ProducerMaxMessageBytes) - int(transforms.AutoThresholdHeadroom)
+			} else {
+				n, _ := settings.ParseSize(c.Threshold)
+				f.Threshold = int(n)
+			}
 		}
 	}
-	for _, s := range p.Transforms {
-		c, ok := s.Config.(*transforms.OffloadConfig)
-		if !ok {
-			continue
-		}
-		if c.Threshold == transforms.ThresholdAuto {
-			return min(f.Slim.MaxMessageBytes, f.ProducerMaxMessageBytes) - int(transforms.AutoThresholdHeadroom), true
-		}
-		n, _ := settings.ParseSize(c.Threshold)
-		return int(n), true
-	}
-	return 0, false
 }
 
 // sourceMax is the largest record a source topic may hold.
@@ -93,6 +94,31 @@ func (f *Figures) sourceMax() int {
 		largest = max(largest, s.MaxMessageBytes)
 	}
 	return largest
+}
+
+// largest is the largest record a topic of the role (slim, retry or
+// dead-letter) may receive, and why.
+func (f *Figures) largest(role string) (int, string) {
+	src := f.sourceMax()
+	if role == "slim" {
+		n, why := src, "no offload step: records pass at their source size"
+		if f.HasOffload {
+			n, why = f.Threshold, "records up to the offload threshold stay inline"
+			if f.Threshold < pointerRoom {
+				n, why = pointerRoom, "a pointer record with its headers"
+			}
+		}
+		if f.Rehydrated > n {
+			n, why = f.Rehydrated, "rehydrate's max_size"
+		}
+		return n, why
+	}
+	if f.HasOffload {
+		// Oversize values become pointers: what must fit is a pointer or a
+		// record at the offload threshold, with the error headers.
+		return max(f.Threshold, pointerRoom) + errorHeaderRoom, "a record up to the offload threshold, or a pointer, with error headers"
+	}
+	return src + errorHeaderRoom, "a source record with error headers"
 }
 
 // CheckLimits computes what each topic may receive and checks it against every
@@ -105,7 +131,6 @@ func (f *Figures) sourceMax() int {
 func CheckLimits(f *Figures) ([]Row, []Problem) {
 	var rows []Row
 	var problems []Problem
-	src := f.sourceMax()
 	maxSourcePartitions := 0
 	for _, s := range f.Sources {
 		maxSourcePartitions = max(maxSourcePartitions, s.Partitions)
@@ -160,23 +185,9 @@ func CheckLimits(f *Figures) ([]Row, []Problem) {
 			})
 		}
 	}
-	slimLargest, slimWhy := src, "no offload step: records pass at their source size"
-	if f.HasOffload {
-		slimLargest, slimWhy = f.Threshold, "records up to the offload threshold stay inline"
-		if f.Threshold < pointerRoom {
-			slimLargest, slimWhy = pointerRoom, "a pointer record with its headers"
-		}
-	}
-	if f.Rehydrated > slimLargest {
-		slimLargest, slimWhy = f.Rehydrated, "rehydrate's max_size"
-	}
+	slimLargest, slimWhy := f.largest("slim")
 	check(f.Slim, slimLargest, slimWhy)
-	failedLargest, failedWhy := src+errorHeaderRoom, "a source record with error headers"
-	if f.HasOffload {
-		// Oversize values become pointers: what must fit is a pointer or a
-		// record at the offload threshold, with the error headers.
-		failedLargest, failedWhy = max(f.Threshold, pointerRoom)+errorHeaderRoom, "a record up to the offload threshold, or a pointer, with error headers"
-	}
+	failedLargest, failedWhy := f.largest("retry")
 	for _, r := range f.Retries {
 		check(r, failedLargest, failedWhy)
 	}
@@ -216,15 +227,7 @@ func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures) ([]strin
 		if t.Exists || t.Name == "" {
 			continue
 		}
-		need := f.sourceMax() + errorHeaderRoom
-		if t.Role == "slim" {
-			need = f.sourceMax()
-			if f.HasOffload {
-				need = max(f.Threshold, pointerRoom)
-			}
-		} else if f.HasOffload {
-			need = max(f.Threshold, pointerRoom) + errorHeaderRoom
-		}
+		need, _ := f.largest(t.Role)
 		largest[t.Name] = max(need+batchOverhead, f.BrokerMessageMaxBytes)
 	}
 	if len(largest) == 0 {
