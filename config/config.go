@@ -80,8 +80,11 @@ type Source struct {
 
 // Commit sets the transaction cadence: a batch is committed when it holds
 // MaxRecords records, MaxBytes of input, or has been open for Interval, whichever
-// comes first. Interval is the usual trigger; the two limits bound the memory a
-// batch holds (about twice MaxBytes: the batch collected and the one committing).
+// comes first. Interval is the usual trigger; the two limits bound what one
+// transaction carries, and so what an abort makes the pipeline redo. Outputs are
+// produced as they finish, so a batch holds in memory only its records in
+// flight: uploads, and outputs waiting while the previous transaction commits
+// (at most one batch).
 type Commit struct {
 	MaxRecords int           `key:"max_records"`
 	MaxBytes   settings.Size `key:"max_bytes"`

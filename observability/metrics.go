@@ -74,7 +74,7 @@ func NewMetrics(pipeline string) *Metrics {
 	}
 	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused)
 	m.healthy.Store(true)
-	m.Progress()
+	m.Progress(time.Now())
 	return m
 }
 
@@ -84,8 +84,8 @@ func (m *Metrics) SetReady(ready bool) { m.ready.Store(ready) }
 // SetHealthy marks the process unhealthy after a fatal error.
 func (m *Metrics) SetHealthy(healthy bool) { m.healthy.Store(healthy) }
 
-// Progress records that the run loop went round; /healthz fails when it stalls.
-func (m *Metrics) Progress() { m.lastProgressNanos.Store(time.Now().UnixNano()) }
+// Progress records that the run loop went round at now; /healthz fails when it stalls.
+func (m *Metrics) Progress(now time.Time) { m.lastProgressNanos.Store(now.UnixNano()) }
 
 // Serve answers /metrics, /healthz and /readyz on addr until ctx ends. It returns
 // once the listener is bound, or with the bind error.

@@ -2,123 +2,177 @@ package pipeline
 
 import (
 	"context"
-	"sort"
 	"sync"
+	"sync/atomic"
 )
 
-// Batch transforms records while they are being collected: each record added
-// starts through the transform at once, up to concurrency records at a time
-// (store uploads of different records overlap each other and the polling of the
-// next ones). Wait returns the outputs in input order: out[i] belongs to the
-// i-th record added and is nil where the chain dropped the record.
+// Batch transforms records while they are being collected. Each record added
+// goes at once through the chain's quick steps (see Quick) on the caller's
+// goroutine; a record that reaches a step that is not quick (a store upload)
+// continues on a worker, up to concurrency records at a time, so that uploads
+// of different records overlap each other and the polling of the next ones.
+// Next hands out the results in input order as soon as they are finished, so
+// that the caller can produce them while the batch is still being collected.
 //
-// A failure the batch's isolate function accepts stays with its record (Wait
-// lists it; the caller dead-letters that record) and the others go on. Any other
-// failure cancels the records still in flight; Wait returns it as a *RecordError
-// once they have finished: the failure itself, not the cancellation it caused
-// in its neighbours, so that the caller classifies the real cause (a store
-// outage pauses the pipeline).
+// A failure the batch's isolate function accepts stays with its record (its
+// Result carries it; the caller dead-letters that record) and the others go on.
+// Any other failure breaks the batch: the records still in flight are
+// cancelled, Next hands out nothing more, and Wait returns the failure as a
+// *RecordError once they have finished: the failure itself, not the
+// cancellation it caused in its neighbours, so that the caller classifies the
+// real cause (a store outage pauses the pipeline).
 //
-// Add, Wait and Discard are called from one goroutine.
+// Add, Next, Wait and Discard are called from one goroutine.
 type Batch struct {
-	parent  context.Context
-	ctx     context.Context
-	cancel  context.CancelFunc
-	t       Transform
-	jobs    chan *job
-	workers sync.WaitGroup
-	added   []*job
-	done    bool
-	isolate func(*Record, error) bool
+	parent      context.Context
+	ctx         context.Context
+	cancel      context.CancelFunc
+	chain       Chain
+	concurrency int
+	isolate     func(*Record, error) bool
 
+	in   []*Record
+	out  []*Record // outputs of the records finished in Add
+	jobs []*job    // per record: its job if it left Add unfinished, else nil
+	next int       // the record Next hands out next
+	work chan *job // nil until the first handoff starts the workers
+	wg   sync.WaitGroup
+	done bool
+
+	broken atomic.Bool // a failure that is not isolated, or Discard
 	mu     sync.Mutex
 	first  *RecordError
-	failed []*RecordError
 }
 
+// Result is one record's outcome: Out (nil: the chain dropped it) or Err, a
+// failure the batch isolated.
+type Result struct {
+	Index int
+	In    *Record
+	Out   *Record
+	Err   error
+}
+
+// job is a record that left Add unfinished: it continues on a worker from step
+// next, or it failed in Add with a failure that stays with it.
 type job struct {
-	index   int
-	in, out *Record
+	index    int
+	in, at   *Record // the record added, and what the quick steps made of it
+	next     int
+	out      *Record
+	err      error
+	finished atomic.Bool
 }
 
-// NewBatch starts a batch whose records are transformed by t until ctx ends.
+// NewBatch starts a batch whose records go through chain until ctx ends.
 // isolate (nil: none) picks the failures that stay with their record.
-func NewBatch(ctx context.Context, t Transform, concurrency int, isolate func(*Record, error) bool) *Batch {
-	b := &Batch{parent: ctx, t: t, jobs: make(chan *job, 1024), isolate: isolate}
+func NewBatch(ctx context.Context, chain Chain, concurrency int, isolate func(*Record, error) bool) *Batch {
+	b := &Batch{parent: ctx, chain: chain, concurrency: max(1, concurrency), isolate: isolate}
 	b.ctx, b.cancel = context.WithCancel(ctx)
-	for range max(1, concurrency) {
-		b.workers.Add(1)
-		go b.work()
-	}
 	return b
 }
 
-func (b *Batch) work() {
-	defer b.workers.Done()
-	for j := range b.jobs {
-		b.apply(j)
-	}
-}
-
-// Add starts r through the transform. It blocks only while a thousand records
+// Add starts r through the chain. It blocks only while a thousand records
 // wait for a free worker.
 func (b *Batch) Add(r *Record) {
-	j := &job{index: len(b.added), in: r}
-	b.added = append(b.added, j)
-	b.jobs <- j
+	index := len(b.in)
+	b.in = append(b.in, r)
+	b.out = append(b.out, nil)
+	b.jobs = append(b.jobs, nil)
+	if b.ctx.Err() != nil {
+		return // the batch is broken or its context ended: Next stops here
+	}
+	at, next, err := b.chain.applyQuick(r)
+	switch {
+	case err != nil:
+		j := &job{index: index, in: r}
+		b.jobs[index] = j
+		b.fail(j, err)
+	case next == len(b.chain):
+		b.out[index] = at
+	default:
+		if b.work == nil {
+			b.work = make(chan *job, 1024)
+			for range b.concurrency {
+				b.wg.Add(1)
+				go b.worker()
+			}
+		}
+		j := &job{index: index, in: r, at: at, next: next}
+		b.jobs[index] = j
+		b.work <- j
+	}
 }
 
-func (b *Batch) apply(j *job) {
-	if b.ctx.Err() != nil {
-		return // a neighbour failed or the batch was discarded
-	}
-	out, err := b.t.Apply(b.ctx, j.in)
-	if err == nil {
+func (b *Batch) worker() {
+	defer b.wg.Done()
+	for j := range b.work {
+		if b.ctx.Err() != nil {
+			continue // the batch is broken or its context ended
+		}
+		out, err := b.chain.applyFrom(b.ctx, j.at, j.next)
+		if err != nil {
+			b.fail(j, err)
+			continue
+		}
 		j.out = out
+		j.finished.Store(true)
+	}
+}
+
+// fail keeps a record's failure with the record if isolate accepts it, or as
+// the batch's first failure, which breaks the batch.
+func (b *Batch) fail(j *job, err error) {
+	if b.isolate != nil && b.isolate(j.in, err) {
+		j.err = err
+		j.finished.Store(true)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.isolate != nil && b.isolate(j.in, err) {
-		b.failed = append(b.failed, &RecordError{Index: j.index, Record: j.in, Err: err})
-		return
-	}
 	if b.first == nil {
 		b.first = &RecordError{Index: j.index, Record: j.in, Err: err}
+		b.broken.Store(true)
 		b.cancel()
 	}
 }
 
-// Records returns the records added, in order.
-func (b *Batch) Records() []*Record {
-	in := make([]*Record, len(b.added))
-	for i, j := range b.added {
-		in[i] = j.in
+// Next returns the next record's result in input order if it is finished. It
+// returns false while that record is in flight, once every record added was
+// handed out, and for good once the batch is broken or its context ended.
+func (b *Batch) Next() (Result, bool) {
+	if b.next == len(b.in) || b.broken.Load() || b.parent.Err() != nil {
+		return Result{}, false
 	}
-	return in
+	i := b.next
+	res := Result{Index: i, In: b.in[i], Out: b.out[i]}
+	if j := b.jobs[i]; j != nil {
+		if !j.finished.Load() {
+			return Result{}, false
+		}
+		res.Out, res.Err = j.out, j.err
+	}
+	// The batch lets go of what it handed out: memory follows the records in
+	// flight, not the batch.
+	b.in[i], b.out[i], b.jobs[i] = nil, nil, nil
+	b.next++
+	return res, true
 }
 
-// Wait waits for every record added and returns the outputs in input order
-// (nil for a dropped or failed record) with the isolated failures in input
-// order, or the first other failure, or the context's error if it ended first.
-func (b *Batch) Wait() (out []*Record, failed []*RecordError, err error) {
+// Wait waits for every record added. It returns the first failure that was not
+// isolated, or the context's error if it ended first; otherwise Next hands
+// out every result not handed out yet.
+func (b *Batch) Wait() error {
 	b.finish()
 	if b.first != nil {
-		return nil, nil, b.first
+		return b.first
 	}
-	if err := b.parent.Err(); err != nil {
-		return nil, nil, err
-	}
-	out = make([]*Record, len(b.added))
-	for i, j := range b.added {
-		out[i] = j.out
-	}
-	sort.Slice(b.failed, func(i, k int) bool { return b.failed[i].Index < b.failed[k].Index })
-	return out, b.failed, nil
+	return b.parent.Err()
 }
 
 // Discard cancels the records in flight and waits for them to stop.
 func (b *Batch) Discard() {
+	b.broken.Store(true)
 	b.cancel()
 	b.finish()
 }
@@ -126,8 +180,10 @@ func (b *Batch) Discard() {
 func (b *Batch) finish() {
 	if !b.done {
 		b.done = true
-		close(b.jobs)
-		b.workers.Wait()
+		if b.work != nil {
+			close(b.work)
+			b.wg.Wait()
+		}
 	}
 	b.cancel()
 }

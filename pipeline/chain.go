@@ -11,8 +11,37 @@ type Chain []Transform
 
 // Apply implements Transform.
 func (c Chain) Apply(ctx context.Context, r *Record) (*Record, error) {
+	return c.applyFrom(ctx, r, 0)
+}
+
+// applyQuick applies the steps to r for as long as they are quick (see Quick)
+// and returns the record reached with the number of the first step still to
+// apply: len(c) when the chain is done (out nil: a step dropped the record).
+func (c Chain) applyQuick(r *Record) (*Record, int, error) {
 	for i, t := range c {
-		out, err := t.Apply(ctx, r)
+		q, ok := t.(Quick)
+		if !ok {
+			return r, i, nil
+		}
+		out, done, err := q.ApplyQuick(r)
+		if err != nil {
+			return nil, i, &StepError{Step: i, Err: err}
+		}
+		if !done {
+			return r, i, nil
+		}
+		if out == nil {
+			return nil, len(c), nil
+		}
+		r = out
+	}
+	return r, len(c), nil
+}
+
+// applyFrom applies the steps from step number first on.
+func (c Chain) applyFrom(ctx context.Context, r *Record, first int) (*Record, error) {
+	for i := first; i < len(c); i++ {
+		out, err := c[i].Apply(ctx, r)
 		if err != nil {
 			return nil, &StepError{Step: i, Err: err}
 		}

@@ -13,14 +13,30 @@ type transformFunc func(context.Context, *Record) (*Record, error)
 
 func (f transformFunc) Apply(ctx context.Context, r *Record) (*Record, error) { return f(ctx, r) }
 
-// process runs a whole batch through t, as the run loop does record by record.
+// process runs a whole batch through t, as the run loop does record by record,
+// and returns the outputs in input order.
 func process(ctx context.Context, t Transform, in []*Record, concurrency int) ([]*Record, error) {
-	b := NewBatch(ctx, t, concurrency, nil)
+	b := NewBatch(ctx, Chain{t}, concurrency, nil)
 	for _, r := range in {
 		b.Add(r)
 	}
-	out, _, err := b.Wait()
-	return out, err
+	if err := b.Wait(); err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, res := range results(b) {
+		out = append(out, res.Out)
+	}
+	return out, nil
+}
+
+// results takes every result Next hands out now.
+func results(b *Batch) []Result {
+	var all []Result
+	for res, ok := b.Next(); ok; res, ok = b.Next() {
+		all = append(all, res)
+	}
+	return all
 }
 
 // TestBatchKeepsInputOrderUnderConcurrency: outputs line up with inputs
@@ -123,10 +139,10 @@ func TestBatchStopsWhenTheCallerCancels(t *testing.T) {
 // when it is added, before Wait, so transforms overlap the collection.
 func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 	started := make(chan int64, 1)
-	b := NewBatch(context.Background(), transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+	b := NewBatch(context.Background(), Chain{transformFunc(func(_ context.Context, r *Record) (*Record, error) {
 		started <- r.Offset
 		return r, nil
-	}), 2, nil)
+	})}, 2, nil)
 	b.Add(&Record{Offset: 7})
 	select {
 	case off := <-started:
@@ -136,8 +152,9 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the record did not start before Wait")
 	}
-	out, _, err := b.Wait()
-	if err != nil || len(out) != 1 || out[0].Offset != 7 || len(b.Records()) != 1 || b.Records()[0].Offset != 7 {
+	err := b.Wait()
+	out := results(b)
+	if err != nil || len(out) != 1 || out[0].In.Offset != 7 || out[0].Out.Offset != 7 {
 		t.Fatalf("out=%v err=%v", out, err)
 	}
 }
@@ -146,7 +163,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 // its store calls instead of waiting for them to finish.
 func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 	var started, cancelled atomic.Int32
-	b := NewBatch(context.Background(), transformFunc(func(ctx context.Context, r *Record) (*Record, error) {
+	b := NewBatch(context.Background(), Chain{transformFunc(func(ctx context.Context, r *Record) (*Record, error) {
 		started.Add(1)
 		select {
 		case <-ctx.Done():
@@ -155,7 +172,7 @@ func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 		case <-time.After(time.Minute):
 			return r, nil
 		}
-	}), 3, nil)
+	})}, 3, nil)
 	for i := range 3 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -179,22 +196,130 @@ func TestBatchIsolatesRecordFailures(t *testing.T) {
 		}
 		return r, nil
 	})
-	b := NewBatch(context.Background(), tr, 4, func(_ *Record, err error) bool { return errors.Is(err, poison) })
+	b := NewBatch(context.Background(), Chain{tr}, 4, func(_ *Record, err error) bool { return errors.Is(err, poison) })
 	for i := range 9 {
 		b.Add(&Record{Offset: int64(i)})
 	}
-	out, failed, err := b.Wait()
-	if err != nil || len(out) != 9 || len(failed) != 3 {
-		t.Fatalf("out %d, failed %d, err %v", len(out), len(failed), err)
+	err := b.Wait()
+	out := results(b)
+	if err != nil || len(out) != 9 {
+		t.Fatalf("%d results, err %v", len(out), err)
 	}
-	for k, f := range failed {
-		if f.Index != 3*k+1 || out[f.Index] != nil || !errors.Is(f, poison) {
-			t.Errorf("failure %d: %+v", k, f)
+	for i, res := range out {
+		if res.Index != i || res.In.Offset != int64(i) {
+			t.Fatalf("result %d is record %d (%+v)", i, res.Index, res.In)
+		}
+		if i%3 == 1 {
+			if res.Out != nil || !errors.Is(res.Err, poison) {
+				t.Errorf("record %d: out %v, err %v, want the poison failure", i, res.Out, res.Err)
+			}
+		} else if res.Err != nil || res.Out == nil || res.Out.Offset != int64(i) {
+			t.Errorf("record %d: out %v, err %v", i, res.Out, res.Err)
 		}
 	}
-	for i, r := range out {
-		if i%3 != 1 && (r == nil || r.Offset != int64(i)) {
-			t.Errorf("out[%d] = %v", i, r)
+}
+
+// quickFunc is a step that is Quick for the records quick picks.
+type quickFunc struct {
+	transformFunc
+	quick func(*Record) bool
+}
+
+func (q quickFunc) ApplyQuick(r *Record) (*Record, bool, error) {
+	if !q.quick(r) {
+		return nil, false, nil
+	}
+	out, err := q.transformFunc(context.Background(), r)
+	return out, true, err
+}
+
+// TestBatchAppliesQuickStepsOnAdd: quick steps run inside Add, and a record
+// continues on a worker from its first step that is not quick, with what the
+// quick steps made of it; no step runs twice and failures name their step.
+func TestBatchAppliesQuickStepsOnAdd(t *testing.T) {
+	var calls [3]atomic.Int32
+	tag := func(step int) transformFunc {
+		return func(_ context.Context, r *Record) (*Record, error) {
+			calls[step].Add(1)
+			if v, _ := r.Header("fail"); string(v) == fmt.Sprint(step) {
+				return nil, errors.New("boom")
+			}
+			return r.WithHeader("step", fmt.Appendf(nil, "%d", step)), nil
 		}
+	}
+	small := func(r *Record) bool { return len(r.Value) < 10 }
+	chain := Chain{
+		quickFunc{tag(0), func(*Record) bool { return true }},
+		quickFunc{tag(1), small},
+		tag(2), // not Quick: always on a worker
+	}
+	b := NewBatch(context.Background(), chain[:2], 2, nil)
+	b.Add(&Record{Offset: 0, Value: []byte("small")})
+	if calls[0].Load() != 1 || calls[1].Load() != 1 {
+		t.Fatalf("after Add, steps ran %d and %d times, want both once before Wait", calls[0].Load(), calls[1].Load())
+	}
+	b.Add(&Record{Offset: 1, Value: []byte("a large value")}) // step 1 on a worker
+	err := b.Wait()
+	out := results(b)
+	if err != nil || len(out) != 2 || calls[0].Load() != 2 || calls[1].Load() != 2 {
+		t.Fatalf("out %v, err %v, calls %d %d", out, err, calls[0].Load(), calls[1].Load())
+	}
+	for i, res := range out {
+		if got := fmt.Sprint(res.Out.Headers); got != "[{step [48]} {step [49]}]" {
+			t.Errorf("out[%d] headers %s, want steps 0 and 1 once each", i, got)
+		}
+	}
+
+	for step := range 3 {
+		b := NewBatch(context.Background(), chain, 2, nil)
+		b.Add(&Record{Offset: 5, Value: []byte("small"), Headers: []Header{{Key: "fail", Value: fmt.Appendf(nil, "%d", step)}}})
+		err := b.Wait()
+		var se *StepError
+		var re *RecordError
+		if !errors.As(err, &se) || se.Step != step || !errors.As(err, &re) || re.Index != 0 || re.Record.Offset != 5 {
+			t.Errorf("failing at step %d: err %v", step, err)
+		}
+	}
+}
+
+// TestBatchHandsOutResultsInOrderAsTheyFinish: Next hands out a finished prefix
+// while later records are still in flight, and nothing of a broken batch.
+func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
+	release := make(chan struct{})
+	slow := transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		if r.Offset == 2 {
+			<-release
+		}
+		if r.Offset == 9 {
+			return nil, errors.New("boom")
+		}
+		return r, nil
+	})
+	chain := Chain{quickFunc{slow, func(r *Record) bool { return r.Offset != 2 && r.Offset != 9 }}}
+	b := NewBatch(context.Background(), chain, 2, nil)
+	for i := range 5 {
+		b.Add(&Record{Offset: int64(i)})
+	}
+	if got := results(b); len(got) != 2 || got[0].Index != 0 || got[1].Index != 1 {
+		t.Fatalf("before record 2 finished, Next handed out %+v, want records 0 and 1", got)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	var got []Result
+	for len(got) < 3 && time.Now().Before(deadline) {
+		got = append(got, results(b)...)
+		time.Sleep(time.Millisecond)
+	}
+	if len(got) != 3 || got[0].Index != 2 || got[2].Index != 4 {
+		t.Fatalf("after record 2 finished, Next handed out %+v, want records 2 to 4", got)
+	}
+	b.Add(&Record{Offset: 9}) // fails on a worker and breaks the batch
+	b.Add(&Record{Offset: 10})
+	var re *RecordError
+	if err := b.Wait(); !errors.As(err, &re) || re.Index != 5 {
+		t.Fatalf("Wait: %v, want record 5 failing", err)
+	}
+	if got := results(b); len(got) != 0 {
+		t.Fatalf("a broken batch handed out %+v", got)
 	}
 }

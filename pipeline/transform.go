@@ -11,6 +11,17 @@ type Transform interface {
 	Apply(ctx context.Context, r *Record) (*Record, error)
 }
 
+// Quick is implemented by a step that can often finish a record at once: with
+// no store call and no heavy work (compressing a large value). ApplyQuick does
+// so and reports done, or reports not done and leaves the record to Apply on a
+// worker goroutine. A Batch applies quick steps on the goroutine that adds the
+// records, and hands a record to a worker only from its first step that is not
+// quick: for small records that pass through, a handoff per record costs more
+// than the step.
+type Quick interface {
+	ApplyQuick(r *Record) (out *Record, done bool, err error)
+}
+
 // Predicate decides whether a step applies to a record. It never changes it.
 type Predicate interface {
 	Test(r *Record) bool
@@ -31,4 +42,16 @@ func (g Gate) Apply(ctx context.Context, r *Record) (*Record, error) {
 		return r, nil
 	}
 	return g.Step.Apply(ctx, r)
+}
+
+// ApplyQuick implements Quick: a record the predicate passes over is done at
+// once; one it picks is as quick as the gated step.
+func (g Gate) ApplyQuick(r *Record) (*Record, bool, error) {
+	if g.Predicate.Test(r) == g.Negate {
+		return r, true, nil
+	}
+	if q, ok := g.Step.(Quick); ok {
+		return q.ApplyQuick(r)
+	}
+	return nil, false, nil
 }

@@ -345,3 +345,68 @@ func TestChainNeverMutatesItsInput(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickStepsAgreeWithApply: every step is pipeline.Quick; where ApplyQuick
+// finishes a record its result is Apply's, and it leaves to a worker exactly the
+// records that need a store call or compression.
+func TestQuickStepsAgreeWithApply(t *testing.T) {
+	store := &memStore{objects: map[string][]byte{}}
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreBudget: time.Second, SlimTopicLimit: 1 << 20}
+	offload := step(t, "offload", map[string]any{"store": "mem", "threshold": "8KiB"}, deps)
+	compress := step(t, "compress_inline", map[string]any{"threshold": "8KiB"}, deps)
+	random := make([]byte, 64<<10)
+	rand.Read(random)
+	small := record([]byte("small"), "trace", "t1", "tenant", "a")
+	compressible := record(bytes.Repeat([]byte("z"), 64<<10), "trace", "t2")
+	large := record(random, "trace", "t3")
+	ptr, err := offload.Apply(context.Background(), large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, err := compress.Apply(context.Background(), compressible)
+	if err != nil || inline == compressible {
+		t.Fatalf("compress_inline left the compressible record as it was (err %v)", err)
+	}
+	inputs := map[string]*pipeline.Record{"small": small, "compressible": compressible, "large": large,
+		"tombstone": record(nil), "pointer": ptr, "inline-compressed": inline}
+	steps := map[string]pipeline.Transform{
+		"offload":         offload,
+		"compress_inline": compress,
+		"rehydrate":       step(t, "rehydrate", nil, deps),
+		"insert_header":   step(t, "insert_header", map[string]any{"name": "src", "from": "offset"}, deps),
+		"drop_headers":    step(t, "drop_headers", map[string]any{"names": []any{"trace"}}, deps),
+		"rename_header":   step(t, "rename_header", map[string]any{"from": "trace", "to": "t"}, deps),
+		"route":           step(t, "route", map[string]any{"topic": "slim.{header:tenant}"}, deps),
+		"filter":          step(t, "filter", nil, deps),
+		"gated offload":   pipeline.Gate{Predicate: predicate(t, "has_header", map[string]any{"name": "trace"}), Step: offload},
+	}
+	leftToWorker := map[string]bool{
+		"offload/large": true, "offload/compressible": true, "gated offload/compressible": true, "compress_inline/compressible": true, "compress_inline/large": true,
+		"rehydrate/pointer": true, "rehydrate/inline-compressed": true, "gated offload/large": true,
+	}
+	for sn, s := range steps {
+		q, ok := s.(pipeline.Quick)
+		if !ok {
+			t.Errorf("%s is not pipeline.Quick: every small record would wait for a worker", sn)
+			continue
+		}
+		for in, r := range inputs {
+			name := sn + "/" + in
+			before := deepCopy(r)
+			out, done, err := q.ApplyQuick(r)
+			if !reflect.DeepEqual(r, before) {
+				t.Fatalf("%s: ApplyQuick changed its input", name)
+			}
+			if done == leftToWorker[name] {
+				t.Errorf("%s: ApplyQuick done = %v", name, done)
+			}
+			if !done {
+				continue
+			}
+			want, wantErr := s.Apply(context.Background(), r)
+			if !reflect.DeepEqual(out, want) || (err == nil) != (wantErr == nil) {
+				t.Errorf("%s: ApplyQuick gave %v (err %v), Apply %v (err %v)", name, out, err, want, wantErr)
+			}
+		}
+	}
+}

@@ -42,11 +42,23 @@ type compressInline struct {
 	threshold int
 }
 
-func (t compressInline) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+// passes reports whether r passes unchanged: a tombstone, a pointer, a record
+// at or under the threshold, or one compressed already.
+func (t compressInline) passes(r *pipeline.Record) bool {
 	if r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= t.threshold {
-		return r, nil
+		return true
 	}
-	if _, done := r.Header(pointer.HeaderInlineCodec); done {
+	_, compressed := r.Header(pointer.HeaderInlineCodec)
+	return compressed
+}
+
+// ApplyQuick implements pipeline.Quick: compressing is left to a worker.
+func (t compressInline) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return r, t.passes(r), nil
+}
+
+func (t compressInline) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	if t.passes(r) {
 		return r, nil
 	}
 	enc, err := codec.Encode(t.codec, r.Value)

@@ -47,6 +47,15 @@ type insertHeader struct {
 	from  func(r *pipeline.Record) string
 }
 
+// quick turns the result of an Apply that never waits (no store call, no heavy
+// work) into the result of pipeline.Quick's ApplyQuick.
+func quick(out *pipeline.Record, err error) (*pipeline.Record, bool, error) { return out, true, err }
+
+// ApplyQuick implements pipeline.Quick.
+func (t insertHeader) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return quick(t.Apply(context.Background(), r))
+}
+
 func (t insertHeader) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
 	if t.from != nil {
 		return r.WithHeader(t.name, []byte(t.from(r))), nil
@@ -82,6 +91,11 @@ func (t dropHeaders) drops(name string) bool {
 	return t.names[name] || (t.pattern != nil && t.pattern.MatchString(name))
 }
 
+// ApplyQuick implements pipeline.Quick.
+func (t dropHeaders) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return quick(t.Apply(context.Background(), r))
+}
+
 func (t dropHeaders) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
 	kept := make([]pipeline.Header, 0, len(r.Headers))
 	for _, h := range r.Headers {
@@ -107,6 +121,11 @@ type RenameHeaderConfig struct {
 
 type renameHeader struct{ from, to string }
 
+// ApplyQuick implements pipeline.Quick.
+func (t renameHeader) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return quick(t.Apply(context.Background(), r))
+}
+
 func (t renameHeader) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
 	if _, ok := r.Header(t.from); !ok {
 		return r, nil
@@ -125,6 +144,9 @@ func (t renameHeader) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Re
 type filter struct{}
 
 func (filter) Apply(context.Context, *pipeline.Record) (*pipeline.Record, error) { return nil, nil }
+
+// ApplyQuick implements pipeline.Quick.
+func (filter) ApplyQuick(*pipeline.Record) (*pipeline.Record, bool, error) { return nil, true, nil }
 
 func init() {
 	Register("insert_header", Kind{

@@ -176,10 +176,22 @@ func (o *Offload) objectKey(r *pipeline.Record, digest string) string {
 	return o.prefix + "/" + r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
 }
 
+// passes reports whether r passes through unchanged: a tombstone, a record at
+// or under the threshold, or a record that already is a pointer.
+func (o *Offload) passes(r *pipeline.Record) bool {
+	return r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold
+}
+
+// ApplyQuick implements pipeline.Quick: a record that passes through is done;
+// one to offload waits for a worker.
+func (o *Offload) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return r, o.passes(r), nil
+}
+
 // Apply implements pipeline.Transform. Tombstones, records at or under the
 // threshold and records that already are pointers pass through unchanged.
 func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
-	if r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold {
+	if o.passes(r) {
 		return r, nil
 	}
 	digest := pointer.Digest(sha256.Sum256(r.Value))

@@ -37,6 +37,13 @@ type rehydrate struct {
 	retry    stores.RetryPolicy
 }
 
+// ApplyQuick implements pipeline.Quick: a record with nothing to undo is done;
+// fetching a payload is left to a worker.
+func (t rehydrate) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	_, inline := r.Header(pointer.HeaderInlineCodec)
+	return r, !inline && !pointer.IsPointer(r.Header), nil
+}
+
 func (t rehydrate) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
 	isPointer := pointer.IsPointer(r.Header)
 	if _, inline := r.Header(pointer.HeaderInlineCodec); !isPointer && !inline {

@@ -89,6 +89,11 @@ type route struct {
 	sources map[string]bool
 }
 
+// ApplyQuick implements pipeline.Quick.
+func (t route) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return quick(t.Apply(context.Background(), r))
+}
+
 func (t route) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
 	var b strings.Builder
 	for _, p := range t.parts {

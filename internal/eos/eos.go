@@ -4,19 +4,20 @@
 // transaction holds one batch of output records plus the consumer positions after
 // that batch, so a record's output and its offset commit together or not at all.
 //
-// The main goroutine polls and collects a batch with no transaction open; each
-// record starts through the transform chain as it arrives (pipeline.Batch). When
-// the batch is due, the consumer positions after it are taken and the batch is
-// handed to a committer goroutine, which begins a transaction, produces the
-// output, sends the positions and commits, while the main goroutine collects and
-// transforms the next batch. Transactional calls never overlap: the main
-// goroutine waits for the committer ("settles" it) before handing over the next
-// batch, before a rebalance gives partitions up, and before stopping. A failed
-// transaction is aborted and the consumer rewound to the start of its batch (the
-// batch collected since is dropped and read again). A rebalance, which runs
-// inside Poll, therefore never meets an unsettled transaction; it drops the
-// collected batch, and whoever owns the partitions next resumes from the
-// committed offsets.
+// One goroutine polls, and each record starts through the transform chain as it
+// arrives (pipeline.Batch: quick steps at once, store uploads on workers). The
+// outputs are produced in input order as soon as they are finished, into the
+// batch's transaction, which opens with the first of them. When the batch is
+// due, its last outputs are produced, the consumer positions after it are taken,
+// and a committer goroutine sends them to the transaction and commits, while the
+// poll goroutine collects and transforms the next batch; it produces nothing
+// until that commit is settled. Transactional calls therefore never overlap.
+// The commit is also settled before a rebalance gives partitions up and before
+// stopping. A failed transaction is aborted and the consumer rewound to the
+// start of its batch (the batch collected since is dropped and read again). A
+// rebalance, which runs inside Poll, never meets an unsettled commit; it aborts
+// the transaction of the batch in hand, drops the batch, and whoever owns the
+// partitions next resumes from the committed offsets.
 package eos
 
 import (
@@ -24,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,7 +69,7 @@ const maxConsecutiveAborts = 5
 type Options struct {
 	Pipeline *config.Pipeline
 	// Chain transforms each record; nil output drops it.
-	Chain pipeline.Transform
+	Chain pipeline.Chain
 	// Concurrency bounds records transformed (and uploaded) at once.
 	Concurrency int
 	// ShutdownTimeout bounds the final commit and leaving the group.
@@ -108,25 +110,33 @@ type Runner struct {
 	consumer *kafka.Consumer
 	producer *kafka.Producer
 
-	batch      []*kafka.Message
-	proc       *pipeline.Batch // transforms the batch's records as they arrive
-	batchBytes int
-	batchStart time.Time
-	assigned   []kafka.TopicPartition
-	aborts     int // consecutive Kafka aborts of one batch
-	outages    int // consecutive batches paused on an unavailable store
-	stop       <-chan struct{}
-	lastLag    time.Time
-	pending    *pendingCommit
-	fatal      error           // a fatal error met inside a rebalance callback
-	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
-	retryTier  map[string]int  // retry topic -> its index in errors.retry_topics
-	held       map[string]held // retry partitions paused until their next record is due
+	proc        *pipeline.Batch // transforms the batch's records as they arrive
+	batchLen    int
+	batchBytes  int
+	batchStart  time.Time
+	batchFirsts []kafka.TopicPartition // each partition's first offset in the batch
+	now         time.Time              // when the last poll returned: one clock read per record
+	assigned    []kafka.TopicPartition
+	aborts      int // consecutive Kafka aborts of one batch
+	outages     int // consecutive batches paused on an unavailable store
+	stop        <-chan struct{}
+	lastLag     time.Time
+	pending     *pendingCommit
+	inTxn       bool            // the batch in hand has a transaction open
+	txnBegan    time.Time       // when it opened
+	tally       tally           // what the batch in hand produced, for the metrics
+	fatal       error           // a fatal error met inside a rebalance callback
+	work        context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
+	retryTier   map[string]int  // retry topic -> its index in errors.retry_topics
+	held        map[string]held // retry partitions paused until their next record is due
 	// failures counts, in mode: blocking, how often each record (by source
 	// position) failed; a record whose retry_delays are spent is dead-lettered.
 	failures map[string]int
-	msg      kafka.Message  // reused by produce, in the committer goroutine
-	headers  []kafka.Header // msg's headers, reused too
+	// forget lists the positions in failures the batch in hand settles; they
+	// are forgotten once it is handed off (workers read failures meanwhile).
+	forget  []string
+	msg     kafka.Message  // reused by produce
+	headers []kafka.Header // msg's headers, reused too
 }
 
 // held is a retry partition paused until its next record is due.
@@ -139,6 +149,7 @@ type held struct {
 type pendingCommit struct {
 	done  chan error
 	start []kafka.TopicPartition // each partition's first offset in the batch
+	tally tally                  // the batch's records, counted when it commits
 }
 
 func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
@@ -235,12 +246,15 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	r.stop = ctx.Done()
 	r.work = work
 
+	r.now = time.Now()
 	for ctx.Err() == nil {
-		r.m.Progress()
 		if err := r.resumeDue(); err != nil {
 			return err
 		}
 		if err := r.pollOnce(); err != nil {
+			return err
+		}
+		if err := r.produceReady(work); err != nil {
 			return err
 		}
 		if r.batchDue() {
@@ -250,8 +264,8 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		}
 		r.updateLag()
 	}
-	r.log.Info("stopping: committing the batch in hand", zap.Int("records", len(r.batch)))
-	if len(r.batch) > 0 {
+	r.log.Info("stopping: committing the batch in hand", zap.Int("records", r.batchLen))
+	if r.batchLen > 0 {
 		if err := r.flush(work); err != nil {
 			return err
 		}
@@ -280,10 +294,12 @@ func (r *Runner) close() error {
 
 func (r *Runner) pollOnce() error {
 	timeout := 100 * time.Millisecond
-	if len(r.batch) > 0 {
-		timeout = max(time.Millisecond, r.p.Commit.Interval-time.Since(r.batchStart))
+	if r.batchLen > 0 {
+		timeout = max(time.Millisecond, r.p.Commit.Interval-r.now.Sub(r.batchStart))
 	}
 	ev := r.consumer.Poll(int(timeout.Milliseconds()))
+	r.now = time.Now()
+	r.m.Progress(r.now)
 	if r.fatal != nil {
 		return r.fatal
 	}
@@ -298,11 +314,12 @@ func (r *Runner) pollOnce() error {
 				return err
 			}
 		}
-		if len(r.batch) == 0 {
-			r.batchStart = time.Now()
+		if r.batchLen == 0 {
+			r.batchStart = r.now
 			r.proc = pipeline.NewBatch(r.work, r.opts.Chain, r.opts.Concurrency, r.deadLetters)
 		}
-		r.batch = append(r.batch, e)
+		r.noteFirst(e.TopicPartition)
+		r.batchLen++
 		r.proc.Add(dlt.Original(toRecord(e)))
 		r.batchBytes += len(e.Key) + len(e.Value)
 		r.m.RecordsIn.Inc()
@@ -315,15 +332,29 @@ func (r *Runner) pollOnce() error {
 	return nil
 }
 
+// noteFirst keeps tp's offset if it is the first of its partition in the batch.
+func (r *Runner) noteFirst(tp kafka.TopicPartition) {
+	if n := len(r.batchFirsts); n > 0 && r.batchFirsts[n-1].Partition == tp.Partition && *r.batchFirsts[n-1].Topic == *tp.Topic {
+		return // the common case: the partition of the record before
+	}
+	for _, f := range r.batchFirsts {
+		if f.Partition == tp.Partition && *f.Topic == *tp.Topic {
+			return
+		}
+	}
+	r.batchFirsts = append(r.batchFirsts, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: tp.Offset})
+}
+
 func (r *Runner) batchDue() bool {
-	return len(r.batch) > 0 && (len(r.batch) >= r.p.Commit.MaxRecords ||
+	return r.batchLen > 0 && (r.batchLen >= r.p.Commit.MaxRecords ||
 		r.batchBytes >= int(r.p.Commit.MaxBytes) ||
-		time.Since(r.batchStart) >= r.p.Commit.Interval)
+		r.now.Sub(r.batchStart) >= r.p.Commit.Interval)
 }
 
 // rebalance runs inside Poll or Close. The commit in flight is settled first
-// (so the next owner sees its offsets), then the batch collected so far is
-// dropped and the consumer resumes from committed offsets.
+// (so the next owner sees its offsets), then the transaction of the batch
+// collected so far is aborted, the batch dropped, and the consumer resumes from
+// committed offsets.
 func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
@@ -335,8 +366,11 @@ func (r *Runner) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		if _, err := r.settle(context.Background(), false); err != nil && r.fatal == nil {
 			r.fatal = err
 		}
+		if err := r.abortOpen(context.Background()); err != nil && r.fatal == nil {
+			r.fatal = err
+		}
 		r.log.Info("partitions revoked; dropping the uncommitted batch",
-			zap.String("partitions", fmt.Sprint(e.Partitions)), zap.Int("records", len(r.batch)), zap.Bool("lost", c.AssignmentLost()))
+			zap.String("partitions", fmt.Sprint(e.Partitions)), zap.Int("records", r.batchLen), zap.Bool("lost", c.AssignmentLost()))
 		r.resetBatch()
 		r.assigned = nil
 		clear(r.held) // whoever gets the partitions holds them again
@@ -352,16 +386,16 @@ func (r *Runner) resetBatch() {
 		r.proc.Discard()
 		r.proc = nil
 	}
-	r.batch = r.batch[:0]
-	r.batchBytes = 0
+	r.batchLen, r.batchBytes = 0, 0
+	r.batchFirsts, r.forget = r.batchFirsts[:0], r.forget[:0]
 }
 
-// flush waits for the batch's transforms, settles the previous transaction and
-// hands the batch to the committer goroutine.
+// flush waits for the batch's transforms, settles the previous commit,
+// produces the batch's last outputs and hands the transaction to the committer
+// goroutine.
 func (r *Runner) flush(ctx context.Context) error {
 	collected := time.Now()
-	records := r.proc.Records()
-	out, failed, transformErr := r.proc.Wait()
+	transformErr := r.proc.Wait()
 	transformed := time.Now()
 	if aborted, err := r.settle(ctx, true); err != nil || aborted {
 		// The previous batch aborted: the consumer went back to its start and
@@ -372,29 +406,94 @@ func (r *Runner) flush(ctx context.Context) error {
 		return r.transformFailed(ctx, transformErr)
 	}
 	settled := time.Now()
-	if err := r.deadLetter(ctx, records, out, failed); err != nil {
-		if stores.IsRetryable(err) {
-			return r.transformFailed(ctx, err)
-		}
-		return err
+	if err := r.produceReady(ctx); err != nil || r.proc == nil {
+		return err // nil proc: a failure rewound the batch
+	}
+	if err := r.begin(ctx); err != nil { // every record was dropped: offsets only
+		return r.produceFailed(ctx, err)
 	}
 	r.m.Paused.Set(0)
 	r.outages = 0
-	if err := r.handOff(ctx, records, out, firstOffsets(r.batch)); err != nil {
+	if err := r.handOff(ctx, slices.Clone(r.batchFirsts)); err != nil {
 		return err
 	}
-	if len(r.failures) > 0 {
-		for _, rec := range records {
-			delete(r.failures, position(rec)) // retried in place and done
-		}
+	for _, k := range r.forget {
+		delete(r.failures, k) // retried in place and done, or dead-lettered
 	}
 	if ce := r.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
-		ce.Write(zap.Int("records", len(r.batch)), zap.Int("bytes", r.batchBytes),
+		ce.Write(zap.Int("records", r.batchLen), zap.Int("bytes", r.batchBytes),
 			zap.Duration("collect", collected.Sub(r.batchStart)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
-			zap.Duration("settle_previous", settled.Sub(transformed)))
+			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", time.Since(settled)))
 	}
 	r.resetBatch()
 	return nil
+}
+
+// produceReady settles the commit in flight if it has finished, then produces
+// the batch's finished results in input order into the batch's transaction.
+// While a commit is in flight nothing is produced: the results wait in the batch.
+func (r *Runner) produceReady(ctx context.Context) error {
+	if r.proc == nil {
+		return nil
+	}
+	if r.pending != nil {
+		select {
+		case err := <-r.pending.done:
+			if _, err := r.settled(ctx, err, true); err != nil || r.proc == nil {
+				return err // nil proc: the commit aborted and the batch was rewound
+			}
+		default:
+			return nil
+		}
+	}
+	for res, ok := r.proc.Next(); ok; res, ok = r.proc.Next() {
+		if err := r.emit(ctx, res); err != nil {
+			return r.produceFailed(ctx, err)
+		}
+	}
+	return nil
+}
+
+// emit produces one record's result: its output, or, for a failed record or an
+// output over the slim topic's limit, a record for its retry or dead-letter
+// topic, which commits with the offsets that skip the original.
+func (r *Runner) emit(ctx context.Context, res pipeline.Result) error {
+	rec, err := r.outcome(ctx, res)
+	if err != nil {
+		return err
+	}
+	if len(r.failures) > 0 {
+		if k := position(res.In); r.failures[k] > 0 {
+			r.forget = append(r.forget, k)
+		}
+	}
+	if rec == nil {
+		r.tally.dropped++
+		return nil
+	}
+	if err := r.begin(ctx); err != nil {
+		return err
+	}
+	if err := r.produce(ctx, rec); err != nil {
+		return err
+	}
+	r.tally.count(r, res.In, rec)
+	return nil
+}
+
+// produceFailed handles a failure to produce a result: a transaction that must
+// abort is aborted and the batch reprocessed, a store the dead-letter path
+// could not reach pauses the pipeline (transformFailed), anything else is fatal.
+func (r *Runner) produceFailed(ctx context.Context, err error) error {
+	var abort *abortError
+	switch {
+	case errors.As(err, &abort):
+		return r.recover(ctx, abort, nil, true)
+	case stores.IsRetryable(err):
+		return r.transformFailed(ctx, err)
+	default:
+		return err
+	}
 }
 
 // holdUntilDue pauses a retry partition whose next record is not due yet: it
@@ -475,63 +574,59 @@ func (r *Runner) retryInPlace(ctx context.Context, err error) (bool, error) {
 	return true, nil
 }
 
-// deadLetter checks each output against the slim topic's size gate and puts a
-// dead-letter record in the place of every record that failed, so that it
-// commits with the offsets that skip the original. Without a dead-letter topic
-// a failure stops the instance (nothing is dropped).
-func (r *Runner) deadLetter(ctx context.Context, in, out []*pipeline.Record, failed []*pipeline.RecordError) error {
-	for i, rec := range out {
-		if rec == nil {
-			continue
+// outcome is the record to produce for a result: the output checked against
+// the slim topic's size gate (nil if the chain dropped the record), or for a
+// failure a record for the next retry topic or the dead-letter topic. Without a
+// dead-letter topic a failure stops the instance (nothing is dropped).
+func (r *Runner) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Record, error) {
+	in, cause := res.In, res.Err
+	if cause == nil {
+		if res.Out == nil {
+			return nil, nil
 		}
-		rec = dlt.Clean(rec) // a retried record that succeeded leaves its retry headers behind
-		out[i] = rec
+		rec := dlt.Clean(res.Out) // a retried record that succeeded leaves its retry headers behind
 		if rec.Destination != "" || r.opts.SlimLimit <= 0 {
-			continue
+			return rec, nil
 		}
-		if size := pipeline.EstimateRecordSize(rec); size > r.opts.SlimLimit {
-			err := &dlt.TooLargeError{Size: size, Limit: r.opts.SlimLimit, Gate: "the slim topic " + r.p.SlimTopic + " (or the producer's message.max.bytes)"}
-			if r.p.Errors.DeadLetterTopic == "" {
-				return fmt.Errorf("%w: %s/%d@%d: %v; add an offload step, raise the limits, or set errors.dead_letter_topic", ErrFatal, in[i].Topic, in[i].Partition, in[i].Offset, err)
-			}
-			out[i] = nil
-			failed = append(failed, &pipeline.RecordError{Index: i, Record: in[i], Err: err})
+		size := pipeline.EstimateRecordSize(rec)
+		if size <= r.opts.SlimLimit {
+			return rec, nil
+		}
+		cause = &dlt.TooLargeError{Size: size, Limit: r.opts.SlimLimit, Gate: "the slim topic " + r.p.SlimTopic + " (or the producer's message.max.bytes)"}
+		if r.p.Errors.DeadLetterTopic == "" {
+			return nil, fmt.Errorf("%w: %s/%d@%d: %v; add an offload step, raise the limits, or set errors.dead_letter_topic", ErrFatal, in.Topic, in.Partition, in.Offset, cause)
 		}
 	}
-	for _, f := range failed {
-		stage := "size check"
-		var se *pipeline.StepError
-		if errors.As(f.Err, &se) && se.Step < len(r.opts.StepNames) {
-			stage = r.opts.StepNames[se.Step]
-		}
-		failure := dlt.Failure{Record: in[f.Index], Err: f.Err, Stage: stage, Attempts: dlt.Attempts(in[f.Index]) + 1, At: time.Now()}
-		if n, ok := r.failures[position(in[f.Index])]; ok {
-			failure.Attempts = n + 1
-			delete(r.failures, position(in[f.Index]))
-		}
-		var rec *pipeline.Record
-		if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(f.Err) != dlt.TooLarge {
-			rt := r.p.Errors.RetryTopics[tier]
-			rec = dlt.RetryRecord(failure, r.p.Name, rt.Topic, rt.Delay)
-		} else {
-			rec = dlt.Record(failure, r.p.Name, r.p.Errors.DeadLetterTopic)
-		}
-		if pipeline.EstimateRecordSize(rec) > r.opts.DeadLetterLimit && r.opts.DeadLetterOffload != nil {
-			var err error
-			if rec, err = r.opts.DeadLetterOffload.Apply(ctx, rec); err != nil {
-				return fmt.Errorf("offloading the value of dead-letter record %s/%d@%d: %w", in[f.Index].Topic, in[f.Index].Partition, in[f.Index].Offset, err)
-			}
-		}
-		if size := pipeline.EstimateRecordSize(rec); size > r.opts.DeadLetterLimit {
-			return fmt.Errorf("%w: %s/%d@%d failed (%v) and its dead-letter record of %d bytes is over the %d bytes the dead-letter topic %s accepts; raise its max.message.bytes or add an offload step",
-				ErrFatal, in[f.Index].Topic, in[f.Index].Partition, in[f.Index].Offset, f.Err, size, r.opts.DeadLetterLimit, r.p.Errors.DeadLetterTopic)
-		}
-		r.log.Warn("record failed: sent to "+rec.Destination, zap.Int("attempts", failure.Attempts), zap.String("topic", in[f.Index].Topic),
-			zap.Int32("partition", in[f.Index].Partition), zap.Int64("offset", in[f.Index].Offset),
-			zap.String("stage", stage), zap.String("class", string(dlt.Classify(f.Err))), zap.Error(f.Err))
-		out[f.Index] = rec
+	stage := "size check"
+	var se *pipeline.StepError
+	if errors.As(cause, &se) && se.Step < len(r.opts.StepNames) {
+		stage = r.opts.StepNames[se.Step]
 	}
-	return nil
+	failure := dlt.Failure{Record: in, Err: cause, Stage: stage, Attempts: dlt.Attempts(in) + 1, At: time.Now()}
+	if n, ok := r.failures[position(in)]; ok {
+		failure.Attempts = n + 1
+	}
+	var rec *pipeline.Record
+	if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(cause) != dlt.TooLarge {
+		rt := r.p.Errors.RetryTopics[tier]
+		rec = dlt.RetryRecord(failure, r.p.Name, rt.Topic, rt.Delay)
+	} else {
+		rec = dlt.Record(failure, r.p.Name, r.p.Errors.DeadLetterTopic)
+	}
+	if pipeline.EstimateRecordSize(rec) > r.opts.DeadLetterLimit && r.opts.DeadLetterOffload != nil {
+		var err error
+		if rec, err = r.opts.DeadLetterOffload.Apply(ctx, rec); err != nil {
+			return nil, fmt.Errorf("offloading the value of dead-letter record %s/%d@%d: %w", in.Topic, in.Partition, in.Offset, err)
+		}
+	}
+	if size := pipeline.EstimateRecordSize(rec); size > r.opts.DeadLetterLimit {
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its dead-letter record of %d bytes is over the %d bytes the dead-letter topic %s accepts; raise its max.message.bytes or add an offload step",
+			ErrFatal, in.Topic, in.Partition, in.Offset, cause, size, r.opts.DeadLetterLimit, r.p.Errors.DeadLetterTopic)
+	}
+	r.log.Warn("record failed: sent to "+rec.Destination, zap.Int("attempts", failure.Attempts), zap.String("topic", in.Topic),
+		zap.Int32("partition", in.Partition), zap.Int64("offset", in.Offset),
+		zap.String("stage", stage), zap.String("class", string(dlt.Classify(cause))), zap.Error(cause))
+	return rec, nil
 }
 
 // settle waits for the commit in flight. A commit that must abort is aborted and,
@@ -541,11 +636,16 @@ func (r *Runner) settle(ctx context.Context, rewind bool) (aborted bool, err err
 	if r.pending == nil {
 		return false, nil
 	}
+	return r.settled(ctx, <-r.pending.done, rewind)
+}
+
+// settled takes the outcome err of the commit in flight, as settle does.
+func (r *Runner) settled(ctx context.Context, err error, rewind bool) (aborted bool, _ error) {
 	p := r.pending
 	r.pending = nil
-	err = <-p.done
 	if err == nil {
 		r.aborts = 0
+		p.tally.record(r.m)
 		return false, nil
 	}
 	var abort *abortError
@@ -618,25 +718,15 @@ func (r *Runner) wait(ctx context.Context, d time.Duration) {
 	}
 }
 
-// firstOffsets returns each partition's first offset in msgs.
-func firstOffsets(msgs []*kafka.Message) []kafka.TopicPartition {
-	var out []kafka.TopicPartition
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		k := *m.TopicPartition.Topic + "/" + strconv.Itoa(int(m.TopicPartition.Partition))
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, kafka.TopicPartition{Topic: m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: m.TopicPartition.Offset})
-		}
-	}
-	return out
-}
-
-// rewind seeks every partition back to the lower of its offset in also and its
-// first offset in the batch in hand, and drops the batch.
+// rewind aborts the transaction of the batch in hand, seeks every partition
+// back to the lower of its offset in also and its first offset in that batch,
+// and drops the batch.
 func (r *Runner) rewind(also []kafka.TopicPartition) error {
+	if err := r.abortOpen(r.work); err != nil {
+		return err
+	}
 	to := map[string]kafka.TopicPartition{}
-	for _, tp := range append(firstOffsets(r.batch), also...) {
+	for _, tp := range append(slices.Clone(r.batchFirsts), also...) {
 		k := *tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
 		if cur, ok := to[k]; !ok || tp.Offset < cur.Offset {
 			to[k] = tp
@@ -705,7 +795,19 @@ func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration
 	}
 }
 
+// abortOpen aborts the transaction of the batch in hand, if it opened one.
+func (r *Runner) abortOpen(ctx context.Context) error {
+	if !r.inTxn {
+		return nil
+	}
+	r.m.TxnAborts.Inc()
+	return r.abort(ctx)
+}
+
+// abort aborts the open transaction; what the batch in hand produced into it
+// is gone.
 func (r *Runner) abort(ctx context.Context) error {
+	r.inTxn, r.tally = false, tally{}
 	err := r.txnCall(ctx, "AbortTransaction", 30*time.Second, r.producer.AbortTransaction)
 	var abort *abortError
 	if errors.As(err, &abort) {
@@ -714,10 +816,22 @@ func (r *Runner) abort(ctx context.Context) error {
 	return err
 }
 
+// begin opens the batch's transaction, if it has none open yet.
+func (r *Runner) begin(ctx context.Context) error {
+	if r.inTxn {
+		return nil
+	}
+	if err := r.txnCall(ctx, "BeginTransaction", time.Minute, func(context.Context) error { return r.producer.BeginTransaction() }); err != nil {
+		return err
+	}
+	r.inTxn = true
+	return nil
+}
+
 // handOff takes the consumer positions after the batch and starts the
-// committer goroutine, which opens a transaction, produces the batch's output,
-// sends the positions and commits, while this goroutine collects the next batch.
-func (r *Runner) handOff(ctx context.Context, in, out []*pipeline.Record, start []kafka.TopicPartition) error {
+// committer goroutine, which sends them to the batch's transaction and
+// commits, while this goroutine collects the next batch.
+func (r *Runner) handOff(ctx context.Context, start []kafka.TopicPartition) error {
 	positions, err := r.consumer.Position(r.assigned)
 	if err != nil {
 		return fmt.Errorf("%w: reading consumer positions: %v", ErrFatal, err)
@@ -732,31 +846,16 @@ func (r *Runner) handOff(ctx context.Context, in, out []*pipeline.Record, start 
 	if err != nil {
 		return fmt.Errorf("%w: reading group metadata: %v", ErrFatal, err)
 	}
-	p := &pendingCommit{done: make(chan error, 1), start: start}
-	r.pending = p
-	go func() { p.done <- r.transact(ctx, in, out, offsets, meta) }()
+	p := &pendingCommit{done: make(chan error, 1), start: start, tally: r.tally}
+	r.pending, r.inTxn, r.tally = p, false, tally{}
+	go func() { p.done <- r.commit(ctx, offsets, meta) }()
 	return nil
 }
 
-// transact runs one transaction in the committer goroutine; no other
-// transactional or producer call runs meanwhile (see settle).
-func (r *Runner) transact(ctx context.Context, in, out []*pipeline.Record, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata) error {
+// commit runs in the committer goroutine; no other transactional or producer
+// call runs meanwhile (see settle).
+func (r *Runner) commit(ctx context.Context, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata) error {
 	began := time.Now()
-	if err := r.txnCall(ctx, "BeginTransaction", time.Minute, func(context.Context) error { return r.producer.BeginTransaction() }); err != nil {
-		return err
-	}
-	var tally tally
-	defer tally.record(r.m)
-	for i, rec := range out {
-		if rec == nil {
-			tally.dropped++
-			continue
-		}
-		if err := r.produce(ctx, rec); err != nil {
-			return err
-		}
-		tally.count(r, in[i], rec)
-	}
 	if err := r.txnCall(ctx, "SendOffsetsToTransaction", time.Minute, func(c context.Context) error {
 		return r.producer.SendOffsetsToTransaction(c, offsets, meta)
 	}); err != nil {
@@ -824,7 +923,8 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 		}
 		msg.Headers = r.headers
 	}
-	for waited := time.Now(); ; {
+	var waited time.Time
+	for {
 		err := r.producer.Produce(msg, nil)
 		if err == nil {
 			return nil
@@ -834,6 +934,9 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 			// The local queue is bounded (queue.buffering.max.kbytes): wait for
 			// deliveries to drain it, then try again; a queue that does not
 			// drain (the broker is away) aborts the transaction.
+			if waited.IsZero() {
+				waited = time.Now()
+			}
 			r.producer.Flush(100)
 			if ctx.Err() != nil || time.Since(waited) > time.Minute {
 				return &abortError{err: fmt.Errorf("producing: %w (the local queue did not drain)", err)}
@@ -866,10 +969,10 @@ func toRecord(m *kafka.Message) *pipeline.Record {
 // updateLag refreshes the consumer lag gauge from cached watermarks, every few
 // seconds. (librdkafka's committed-offset statistics go stale under EOS.)
 func (r *Runner) updateLag() {
-	if time.Since(r.lastLag) < 5*time.Second || len(r.assigned) == 0 {
+	if r.now.Sub(r.lastLag) < 5*time.Second || len(r.assigned) == 0 {
 		return
 	}
-	r.lastLag = time.Now()
+	r.lastLag = r.now
 	positions, err := r.consumer.Position(r.assigned)
 	if err != nil {
 		return
