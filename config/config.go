@@ -169,7 +169,7 @@ func defaults(name string) *Pipeline {
 		Partitioning: PartitioningPreserve,
 		Commit: Commit{
 			MaxRecords: 100_000,
-			MaxBytes:   16 * settings.MiB,
+			MaxBytes:   64 * settings.MiB,
 			Interval:   100 * time.Millisecond,
 		},
 		Errors: Errors{

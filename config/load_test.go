@@ -53,7 +53,7 @@ func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
 	if p.Name != "orders" || p.Partitioning != "preserve" || p.Limits != "enforce" {
 		t.Errorf("name/partitioning/limits = %q/%q/%q", p.Name, p.Partitioning, p.Limits)
 	}
-	if p.Commit.MaxRecords != 100_000 || p.Commit.MaxBytes != 16*settings.MiB || p.Commit.Interval != 100*time.Millisecond {
+	if p.Commit.MaxRecords != 100_000 || p.Commit.MaxBytes != 64*settings.MiB || p.Commit.Interval != 100*time.Millisecond {
 		t.Errorf("commit defaults = %+v", p.Commit)
 	}
 	if p.Errors.StoreBudget != 20*time.Second || p.Errors.OnStoreOutage != "pause" {

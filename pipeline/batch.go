@@ -72,8 +72,9 @@ func NewBatch(ctx context.Context, chain Chain, concurrency int, isolate func(*R
 	return b
 }
 
-// Add starts r through the chain. It blocks only while a thousand records
-// wait for a free worker.
+// Add starts r through the chain. It blocks while as many records as there are
+// workers wait for one: records not yet taken in stay in the consumer's bounded
+// prefetch, so memory follows the records in flight, not the batch.
 func (b *Batch) Add(r *Record) {
 	index := len(b.in)
 	b.in = append(b.in, r)
@@ -92,7 +93,7 @@ func (b *Batch) Add(r *Record) {
 		b.out[index] = at
 	default:
 		if b.work == nil {
-			b.work = make(chan *job, 1024)
+			b.work = make(chan *job, b.concurrency)
 			for range b.concurrency {
 				b.wg.Add(1)
 				go b.worker()
