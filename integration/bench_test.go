@@ -57,7 +57,8 @@ func benchCase(b *testing.B, records, size, partitions int) {
 	raw := uniqueName(b, "raw")
 	big := map[string]string{"max.message.bytes": "4194304"}
 	createTopic(b, raw, partitions, big)
-	b.Cleanup(func() { deleteTopics(b, []string{raw}) })
+	topics := []string{raw}
+	b.Cleanup(func() { deleteTopics(b, topics) })
 	fill(b, raw, records, size, partitions)
 
 	var plain, pipe, plainCPU, pipeCPU time.Duration
@@ -66,6 +67,7 @@ func benchCase(b *testing.B, records, size, partitions int) {
 		copied, slim := uniqueName(b, "copy"), uniqueName(b, "slim")
 		createTopic(b, copied, partitions, big)
 		createTopic(b, slim, partitions, nil)
+		topics = append(topics, copied, slim)
 		var d, dCPU, p, pCPU time.Duration
 		var r int64
 		if round%2 == 0 {
@@ -75,9 +77,6 @@ func benchCase(b *testing.B, records, size, partitions int) {
 			p, r, pCPU = pipelineRun(b, raw, slim, records)
 			d, dCPU = plainCopy(b, raw, copied, records)
 		}
-		// Each round writes the workload twice more; the next round should
-		// not pay for the page cache and disk it takes.
-		deleteTopics(b, []string{copied, slim})
 		b.Logf("round: plain %s (CPU %s), pipeline %s (CPU %s), daemon peak RSS %d MiB",
 			d.Round(time.Millisecond), dCPU.Round(10*time.Millisecond), p.Round(time.Millisecond), pCPU.Round(10*time.Millisecond), r>>20)
 		if plain == 0 || d < plain {
@@ -99,7 +98,7 @@ func benchCase(b *testing.B, records, size, partitions int) {
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 }
 
-// deleteTopics frees the broker's disk.
+// deleteTopics frees the broker's disk after a benchmark case.
 func deleteTopics(b testing.TB, topics []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

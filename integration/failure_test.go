@@ -393,6 +393,10 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("exit code %d after SIGTERM", code)
 	}
+	// The producer's client errors reach the log, with why the calls failed.
+	if out := d.output(); !strings.Contains(out, "producer error") {
+		t.Errorf("no producer error was logged while the broker was away")
+	}
 	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {

@@ -174,6 +174,11 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 		"enable.idempotence": true,
 		// Nothing reads delivery reports: a failed delivery fails the commit.
 		"go.delivery.reports": false,
+		// The client's defaults are channels of a million slots, 23 MB of
+		// pointers the garbage collector scans every cycle. Events (client
+		// errors) are drained and logged (logEvents); ProduceChannel is unused.
+		"go.events.channel.size":  1000,
+		"go.produce.channel.size": 1,
 	})
 }
 
@@ -200,7 +205,24 @@ func New(opts Options) (*Runner, error) {
 		producer.Close()
 		return nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	return &Runner{opts: opts, p: p, log: opts.Logger, m: opts.Metrics, consumer: consumer, producer: producer}, nil
+	r := &Runner{opts: opts, p: p, log: opts.Logger, m: opts.Metrics, consumer: consumer, producer: producer}
+	go r.logEvents()
+	return r, nil
+}
+
+// logEvents logs the producer's client errors (a broker going away, say) until
+// the producer closes. The transactional calls report what they mean for a
+// batch; these say why.
+func (r *Runner) logEvents() {
+	for ev := range r.producer.Events() {
+		if e, ok := ev.(kafka.Error); ok {
+			level := zap.WarnLevel
+			if e.IsFatal() {
+				level = zap.ErrorLevel
+			}
+			r.log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()))
+		}
+	}
 }
 
 // ErrFatal wraps errors after which this instance must stop: it was fenced by
