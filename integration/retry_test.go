@@ -14,6 +14,7 @@ import (
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver/confluent"
 )
 
 // TestRetryTopicsThenDeadLetter: through a rehydrate pipeline with two retry
@@ -208,7 +209,8 @@ pipelines:
 // TestStoreOutageToRetryTopic: with on_store_outage: retry_topic, records whose
 // store calls fail past the budget go to the retry topic instead of pausing the
 // pipeline, and succeed from there once Azurite is back; nothing reaches the
-// dead-letter topic.
+// dead-letter topic. A retry is due its delay after the record failed, so the
+// delay leaves room for the test to see all of them and restart Azurite.
 func TestStoreOutageToRetryTopic(t *testing.T) {
 	raw, slim, retry1, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "retry1"), uniqueName(t, "dlt")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
@@ -227,7 +229,7 @@ pipelines:
     errors:
       store_budget: 2s
       on_store_outage: retry_topic
-      retry_topics: [{topic: %s, delay: 8s}]
+      retry_topics: [{topic: %s, delay: 15s}]
       dead_letter_topic: %s
     stores:
       payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, max_retries: 1, try_timeout: 1s, retry_delay: 100ms}
@@ -240,10 +242,24 @@ pipelines:
 	t.Cleanup(func() { services(t, "start", "azurite") })
 	recs := numberedRecords(20, 2, 1, 100<<10, 0)
 	produceRecords(t, raw, recs)
-	if n := len(consumeAll(t, retry1, len(recs), 60*time.Second)); n != len(recs) {
-		t.Fatalf("the retry topic holds %d records, want all %d", n, len(recs))
+	retries := consumeAll(t, retry1, len(recs), 60*time.Second)
+	if len(retries) != len(recs) {
+		t.Fatalf("the retry topic holds %d records, want all %d", len(retries), len(recs))
+	}
+	var firstDue time.Time
+	for _, m := range retries {
+		due, ok := dlt.Due(confluent.Header(m))
+		if !ok {
+			t.Fatalf("retry record %s has no due time", m.Key)
+		}
+		if firstDue.IsZero() || due.Before(firstDue) {
+			firstDue = due
+		}
 	}
 	services(t, "start", "azurite")
+	if back := time.Now(); back.After(firstDue) {
+		t.Fatalf("Azurite was back %s after the first retry was due: this machine needs a longer retry delay in this test", back.Sub(firstDue))
+	}
 	got := consumeAll(t, slim, len(recs), 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("exit code %d", code)

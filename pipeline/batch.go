@@ -160,6 +160,9 @@ func (b *Batch) Next() (Result, bool) {
 	return res, true
 }
 
+// Remaining is the number of results not handed out yet.
+func (b *Batch) Remaining() int { return len(b.in) - b.next }
+
 // Wait waits for every record added. It returns the first failure that was not
 // isolated, or the context's error if it ended first; otherwise Next hands
 // out every result not handed out yet.

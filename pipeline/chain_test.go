@@ -303,6 +303,9 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 	if got := results(b); len(got) != 2 || got[0].Index != 0 || got[1].Index != 1 {
 		t.Fatalf("before record 2 finished, Next handed out %+v, want records 0 and 1", got)
 	}
+	if n := b.Remaining(); n != 3 {
+		t.Fatalf("Remaining %d, want 3", n)
+	}
 	close(release)
 	deadline := time.Now().Add(5 * time.Second)
 	var got []Result
@@ -321,5 +324,27 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 	}
 	if got := results(b); len(got) != 0 {
 		t.Fatalf("a broken batch handed out %+v", got)
+	}
+}
+
+// TestBatchHandsOutNothingAfterTheCallerCancels: a context that ends after Wait
+// stops Next, and Remaining tells the caller that results were left behind (the
+// run loop must not commit offsets past them).
+func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pass := transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil })
+	b := NewBatch(ctx, Chain{pass}, 2, nil)
+	for i := range 4 {
+		b.Add(&Record{Offset: int64(i)})
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if res, ok := b.Next(); !ok || res.Index != 0 {
+		t.Fatalf("Next = %+v, %v", res, ok)
+	}
+	cancel()
+	if res, ok := b.Next(); ok || b.Remaining() != 3 {
+		t.Fatalf("after cancel: Next = %+v, %v; Remaining %d, want nothing handed out and 3 left", res, ok, b.Remaining())
 	}
 }

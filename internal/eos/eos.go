@@ -431,6 +431,11 @@ func (r *Runner) flush(ctx context.Context) error {
 	if err := r.produceReady(ctx); err != nil || r.proc == nil {
 		return err // nil proc: a failure rewound the batch
 	}
+	if r.proc.Remaining() > 0 {
+		// The work context ended after Wait: committing the offsets now would
+		// skip the records whose results were not produced.
+		return r.rewind(nil)
+	}
 	if err := r.begin(ctx); err != nil { // every record was dropped: offsets only
 		return r.produceFailed(ctx, err)
 	}
