@@ -47,10 +47,9 @@ type Batch struct {
 // Result is one record's outcome: Out (nil: the chain dropped it) or Err, a
 // failure the batch isolated.
 type Result struct {
-	Index int
-	In    *Record
-	Out   *Record
-	Err   error
+	In  *Record
+	Out *Record
+	Err error
 }
 
 // job is a record that left Add unfinished: it continues on a worker from step
@@ -146,7 +145,7 @@ func (b *Batch) Next() (Result, bool) {
 		return Result{}, false
 	}
 	i := b.next
-	res := Result{Index: i, In: b.in[i], Out: b.out[i]}
+	res := Result{In: b.in[i], Out: b.out[i]}
 	if j := b.jobs[i]; j != nil {
 		if !j.finished.Load() {
 			return Result{}, false

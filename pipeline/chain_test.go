@@ -206,8 +206,8 @@ func TestBatchIsolatesRecordFailures(t *testing.T) {
 		t.Fatalf("%d results, err %v", len(out), err)
 	}
 	for i, res := range out {
-		if res.Index != i || res.In.Offset != int64(i) {
-			t.Fatalf("result %d is record %d (%+v)", i, res.Index, res.In)
+		if res.In.Offset != int64(i) {
+			t.Fatalf("result %d is record %+v", i, res.In)
 		}
 		if i%3 == 1 {
 			if res.Out != nil || !errors.Is(res.Err, poison) {
@@ -300,7 +300,7 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 	for i := range 5 {
 		b.Add(&Record{Offset: int64(i)})
 	}
-	if got := results(b); len(got) != 2 || got[0].Index != 0 || got[1].Index != 1 {
+	if got := results(b); len(got) != 2 || got[0].In.Offset != 0 || got[1].In.Offset != 1 {
 		t.Fatalf("before record 2 finished, Next handed out %+v, want records 0 and 1", got)
 	}
 	if n := b.Remaining(); n != 3 {
@@ -313,7 +313,7 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 		got = append(got, results(b)...)
 		time.Sleep(time.Millisecond)
 	}
-	if len(got) != 3 || got[0].Index != 2 || got[2].Index != 4 {
+	if len(got) != 3 || got[0].In.Offset != 2 || got[2].In.Offset != 4 {
 		t.Fatalf("after record 2 finished, Next handed out %+v, want records 2 to 4", got)
 	}
 	b.Add(&Record{Offset: 9}) // fails on a worker and breaks the batch
@@ -340,7 +340,7 @@ func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if res, ok := b.Next(); !ok || res.Index != 0 {
+	if res, ok := b.Next(); !ok || res.In.Offset != 0 {
 		t.Fatalf("Next = %+v, %v", res, ok)
 	}
 	cancel()

@@ -436,7 +436,7 @@ func (r *Runner) flush(ctx context.Context) error {
 		// skip the records whose results were not produced.
 		return r.rewind(nil)
 	}
-	if err := r.begin(ctx); err != nil { // every record was dropped: offsets only
+	if err := r.begin(ctx); err != nil { // no output opened it (all dropped): offsets only
 		return r.produceFailed(ctx, err)
 	}
 	r.m.Paused.Set(0)
