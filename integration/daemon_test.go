@@ -135,6 +135,19 @@ pipelines:
 	return path
 }
 
+// filesystemPipeline creates a raw topic (records up to 8 MiB) and a slim topic
+// of partitions each, and a pipeline file named name between them that offloads
+// to a filesystem store; it returns the topics, the store's root and the file.
+func filesystemPipeline(t *testing.T, name string, partitions int) (raw, slim, root, cfg string) {
+	t.Helper()
+	raw, slim = uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, partitions, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, partitions, nil)
+	root = t.TempDir()
+	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
+	return raw, slim, root, pipelineFile(t, name, raw, slim, uniqueName(t, "g"), storeYAML, "")
+}
+
 // sourceRecord is what the tests produce to the raw topic.
 type sourceRecord struct {
 	partition int32
@@ -350,12 +363,7 @@ func waitForObjects(t *testing.T, root string, n int) {
 // TestKillNineLosesAndDuplicatesNothing: kill -9 the daemon repeatedly while it
 // works and restart it; the slim topic still holds each source record exactly once.
 func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
-	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
-	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
-	createTopic(t, slim, 2, nil)
-	root := t.TempDir()
-	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
-	cfg := pipelineFile(t, "crash", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	raw, slim, root, cfg := filesystemPipeline(t, "crash", 2)
 	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
 
 	var recs []sourceRecord

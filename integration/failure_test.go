@@ -229,12 +229,7 @@ func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
 // and both commit; then one gets SIGTERM while records keep coming, commits what
 // it holds, leaves, and the other takes over. Every record appears once, in order.
 func TestTwoInstancesShareTheGroup(t *testing.T) {
-	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
-	createTopic(t, raw, 4, map[string]string{"max.message.bytes": "8388608"})
-	createTopic(t, slim, 4, nil)
-	root := t.TempDir()
-	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
-	cfg := pipelineFile(t, "pair", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	raw, slim, root, cfg := filesystemPipeline(t, "pair", 4)
 	listen := "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0"
 
 	recs := numberedRecords(8000, 4, 20, 100<<10, 1000)
@@ -362,12 +357,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 // daemon works: the daemon rides it out (aborting and reprocessing what the
 // restart cut) and every record appears once.
 func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
-	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
-	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
-	createTopic(t, slim, 2, nil)
-	root := t.TempDir()
-	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
-	cfg := pipelineFile(t, "restart", raw, slim, uniqueName(t, "g"), storeYAML, "")
+	raw, slim, root, cfg := filesystemPipeline(t, "restart", 2)
 	recs := numberedRecords(6000, 2, 10, 100<<10, 2000)
 	produceRecords(t, raw, recs)
 
