@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "Kafka at %s does not answer: %v\n", bootstrap, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary)) // 30 MB per run otherwise left in the temp dir
+	}
+	os.Exit(code)
 }
 
 // waitForBroker polls cluster metadata until the broker answers.
