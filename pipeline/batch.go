@@ -31,13 +31,15 @@ type Batch struct {
 	concurrency int
 	isolate     func(*Record, error) bool
 
-	in   []*Record
-	out  []*Record // outputs of the records finished in Add
-	jobs []*job    // per record: its job if it left Add unfinished, else nil
-	next int       // the record Next hands out next
-	work chan *job // nil until the first handoff starts the workers
-	wg   sync.WaitGroup
-	done bool
+	// slots holds the records added and not handed out yet, in input order;
+	// it starts over whenever Next has handed out all of them, so that it
+	// grows with the records in flight, not with the batch.
+	slots []slot
+	next  int       // the slot Next hands out next
+	added int       // records added in all
+	work  chan *job // nil until the first handoff starts the workers
+	wg    sync.WaitGroup
+	done  bool
 
 	broken atomic.Bool // a failure that is not isolated, or Discard
 	mu     sync.Mutex
@@ -50,6 +52,12 @@ type Result struct {
 	In  *Record
 	Out *Record
 	Err error
+}
+
+// slot is one record added: its output if Add finished it, else its job.
+type slot struct {
+	in, out *Record
+	job     *job
 }
 
 // job is a record that left Add unfinished: it continues on a worker from step
@@ -75,21 +83,20 @@ func NewBatch(ctx context.Context, chain Chain, concurrency int, isolate func(*R
 // workers wait for one: records not yet taken in stay in the consumer's bounded
 // prefetch, so memory follows the records in flight, not the batch.
 func (b *Batch) Add(r *Record) {
-	index := len(b.in)
-	b.in = append(b.in, r)
-	b.out = append(b.out, nil)
-	b.jobs = append(b.jobs, nil)
+	index := b.added
+	b.added++
+	b.slots = append(b.slots, slot{in: r})
+	s := &b.slots[len(b.slots)-1]
 	if b.ctx.Err() != nil {
 		return // the batch is broken or its context ended: Next stops here
 	}
 	at, next, err := b.chain.applyQuick(r)
 	switch {
 	case err != nil:
-		j := &job{index: index, in: r}
-		b.jobs[index] = j
-		b.fail(j, err)
+		s.job = &job{index: index, in: r}
+		b.fail(s.job, err)
 	case next == len(b.chain):
-		b.out[index] = at
+		s.out = at
 	default:
 		if b.work == nil {
 			b.work = make(chan *job, b.concurrency)
@@ -98,9 +105,8 @@ func (b *Batch) Add(r *Record) {
 				go b.worker()
 			}
 		}
-		j := &job{index: index, in: r, at: at, next: next}
-		b.jobs[index] = j
-		b.work <- j
+		s.job = &job{index: index, in: r, at: at, next: next}
+		b.work <- s.job
 	}
 }
 
@@ -141,12 +147,12 @@ func (b *Batch) fail(j *job, err error) {
 // returns false while that record is in flight, once every record added was
 // handed out, and for good once the batch is broken or its context ended.
 func (b *Batch) Next() (Result, bool) {
-	if b.next == len(b.in) || b.broken.Load() || b.parent.Err() != nil {
+	if b.next == len(b.slots) || b.broken.Load() || b.parent.Err() != nil {
 		return Result{}, false
 	}
-	i := b.next
-	res := Result{In: b.in[i], Out: b.out[i]}
-	if j := b.jobs[i]; j != nil {
+	s := &b.slots[b.next]
+	res := Result{In: s.in, Out: s.out}
+	if j := s.job; j != nil {
 		if !j.finished.Load() {
 			return Result{}, false
 		}
@@ -154,13 +160,15 @@ func (b *Batch) Next() (Result, bool) {
 	}
 	// The batch lets go of what it handed out: memory follows the records in
 	// flight, not the batch.
-	b.in[i], b.out[i], b.jobs[i] = nil, nil, nil
-	b.next++
+	*s = slot{}
+	if b.next++; b.next == len(b.slots) {
+		b.slots, b.next = b.slots[:0], 0
+	}
 	return res, true
 }
 
 // Remaining is the number of results not handed out yet.
-func (b *Batch) Remaining() int { return len(b.in) - b.next }
+func (b *Batch) Remaining() int { return len(b.slots) - b.next }
 
 // Wait waits for every record added. It returns the first failure that was not
 // isolated, or the context's error if it ended first; otherwise Next hands
