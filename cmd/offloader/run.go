@@ -74,6 +74,10 @@ Nothing is skipped.`,
 			defer logger.Sync()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if keepHeapFloor(ballastSize) {
+				logger.Info("garbage collector: a heap ballast keeps collections rare while little data is live; set GOGC to choose otherwise",
+					zap.Int("ballast_mib", ballastSize>>20))
+			}
 			if err := runPipeline(ctx, p, logger); err != nil {
 				logger.Error("pipeline failed", zap.Error(err))
 				return exitFailure
