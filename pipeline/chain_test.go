@@ -348,3 +348,60 @@ func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
 		t.Fatalf("after cancel: Next = %+v, %v; Remaining %d, want nothing handed out and 3 left", res, ok, b.Remaining())
 	}
 }
+
+// TestBatchHoldsOnlyResultsNotHandedOut: a caller that takes each result as it
+// finishes keeps the batch's bookkeeping at the records in flight, however long
+// the batch; results held back (while a commit is pending) are all handed out
+// in order once taken, and a failure still names its record's batch index.
+func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
+	pass := quickFunc{transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil }), func(*Record) bool { return true }}
+	b := NewBatch(context.Background(), Chain{pass}, 2, nil)
+	for i := range 100_000 {
+		b.Add(&Record{Offset: int64(i)})
+		res, ok := b.Next()
+		if !ok || res.Out.Offset != int64(i) {
+			t.Fatalf("record %d: Next = %v, %v", i, res.Out, ok)
+		}
+	}
+	if c := cap(b.slots); c > 4 {
+		t.Errorf("after 100,000 records taken one by one the batch holds %d slots, want at most 4", c)
+	}
+	for i := 100_000; i < 100_500; i++ { // held back, as while a commit is pending
+		b.Add(&Record{Offset: int64(i)})
+	}
+	if b.Remaining() != 500 {
+		t.Fatalf("Remaining = %d, want 500", b.Remaining())
+	}
+	for i, res := range results(b) {
+		if res.Out.Offset != int64(100_000+i) {
+			t.Fatalf("result %d has offset %d, want %d", i, res.Out.Offset, 100_000+i)
+		}
+	}
+	if b.Remaining() != 0 || len(b.slots) != 0 {
+		t.Fatalf("after taking every result: Remaining %d, %d slots in use", b.Remaining(), len(b.slots))
+	}
+	// The slots started over many times: a failure still carries the index of
+	// its record in the whole batch.
+	failAt1000 := quickFunc{transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		if r.Offset == 1000 {
+			return nil, errors.New("boom")
+		}
+		return r, nil
+	}), func(*Record) bool { return true }}
+	b2 := NewBatch(context.Background(), Chain{failAt1000}, 2, nil)
+	for i := range 1001 {
+		b2.Add(&Record{Offset: int64(i)})
+		b2.Next()
+	}
+	err := b2.Wait()
+	var re *RecordError
+	if !errors.As(err, &re) || re.Index != 1000 {
+		t.Fatalf("Wait = %v, want a *RecordError with Index 1000 (the record's place in the batch)", err)
+	}
+	if _, ok := b.Next(); ok {
+		t.Fatal("Next handed out a result although every one was taken")
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
