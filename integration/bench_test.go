@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,20 +146,64 @@ func fill(b testing.TB, topic string, n, size, partitions int) {
 	}
 }
 
-// plainCopy copies n records from src to the same partitions of dst with a
-// plain consumer and a non-transactional producer, and returns the time from
-// the partition assignment to the last delivery and the CPU time it used.
+// plainCopyEnv makes the test binary run copyPlain instead of the tests: the
+// plain loop runs in a fresh process per round, as the daemon does, so that
+// both pay the same start-up and first touch of their memory (on this machine
+// a fresh process's page faults cost several times more than a warm one's).
+const plainCopyEnv = "BENCH_PLAIN_COPY"
+
+// plainCopy copies n records from src to the same partitions of dst in a child
+// process running copyPlain, and returns the time from the partition
+// assignment to the last delivery and the CPU time the child used.
 func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration) {
 	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), plainCopyEnv+"="+strings.Join([]string{bootstrap, src, dst, strconv.Itoa(n)}, ","))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("plain copy process: %v\n%s", err, stderr.Bytes())
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		b.Fatalf("plain copy process printed %q, want the elapsed nanoseconds", out)
+	}
+	return time.Duration(ns), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// plainCopyProcess is the child's main: it runs copyPlain with the arguments
+// in plainCopyEnv, prints the elapsed nanoseconds and returns the exit code.
+func plainCopyProcess(args string) int {
+	a := strings.Split(args, ",")
+	n, err := strconv.Atoi(a[len(a)-1])
+	if len(a) != 4 || err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: want bootstrap,src,dst,n\n", plainCopyEnv, args)
+		return 2
+	}
+	elapsed, err := copyPlain(a[0], a[1], a[2], n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plain copy:", err)
+		return 1
+	}
+	fmt.Println(elapsed.Nanoseconds())
+	return 0
+}
+
+// copyPlain is the plain loop: a consumer and a non-transactional producer on
+// the same client library, consume, produce to the same partition of dst,
+// auto-commit. It returns the time from the partition assignment to the last
+// delivery.
+func copyPlain(bootstrap, src, dst string, n int) (time.Duration, error) {
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "group.id": uniqueName(b, "plain"),
+		"bootstrap.servers": bootstrap, "group.id": "it-plain-" + dst,
 		"auto.offset.reset": "earliest",
 		// The client tuning offloader's consumer has (internal/eos), so that the
 		// ratio measures transactions, not librdkafka defaults.
 		"fetch.queue.backoff.ms": 10,
 	})
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer c.Close()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{
@@ -166,11 +211,10 @@ func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration
 		"message.max.bytes": 4 << 20, "queue.buffering.max.kbytes": 262144, "go.delivery.reports": false,
 	})
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer p.Close()
 	var start time.Time
-	cpu0 := processCPU(b, os.Getpid())
 	err = c.Subscribe(src, func(c *kafka.Consumer, ev kafka.Event) error {
 		if a, ok := ev.(kafka.AssignedPartitions); ok && start.IsZero() {
 			start = time.Now()
@@ -179,12 +223,12 @@ func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration
 		return nil
 	})
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for copied := 0; copied < n; {
 		if time.Now().After(deadline) {
-			b.Fatalf("plain copy: %d of %d records after 10 minutes", copied, n)
+			return 0, fmt.Errorf("%d of %d records after 10 minutes", copied, n)
 		}
 		m, ok := c.Poll(100).(*kafka.Message)
 		if !ok {
@@ -203,14 +247,14 @@ func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration
 				p.Flush(10)
 				continue
 			}
-			b.Fatal(err)
+			return 0, err
 		}
 		copied++
 	}
 	if left := p.Flush(300_000); left > 0 {
-		b.Fatalf("plain copy: %d records not delivered", left)
+		return 0, fmt.Errorf("%d records not delivered", left)
 	}
-	return time.Since(start), processCPU(b, os.Getpid()) - cpu0
+	return time.Since(start), nil
 }
 
 // pipelineRun runs the offloader binary on raw -> slim with default settings

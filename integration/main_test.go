@@ -25,6 +25,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(plainCopyEnv); ok { // the benchmark's plain loop, in its own process
+		os.Exit(plainCopyProcess(args))
+	}
 	bootstrap = os.Getenv("TEST_KAFKA_BOOTSTRAP")
 	azureConnStr = os.Getenv("TEST_AZURE_CONNECTION_STRING")
 	servicesScript = os.Getenv("TEST_SERVICES_SCRIPT")
