@@ -19,13 +19,13 @@ import (
 // exactly-once pipeline (the offloader binary, default commit settings:
 // commit.interval 100ms) with a plain non-transactional copy loop on the same
 // client library: consume, produce to the same partition of another topic,
-// auto-commit. Run with `make bench` (-benchtime 1x: each case copies a fixed
+// auto-commit, in a process of its own like the daemon. Run with `make bench` (-benchtime 1x: each case copies a fixed
 // workload; plain and pipeline alternate for benchRounds rounds and the best
 // round of each counts, so that a noisy neighbour on a small machine does not
 // decide the ratio).
 //
 // Reported per case: records/s and MB/s of both, their ratio, the CPU time
-// each used in its best round (the daemon's includes its start-up), and the
+// process used in its best round (start-up included), and the
 // daemon's peak RSS (VmHWM, the largest of its rounds).
 func BenchmarkThroughput(b *testing.B) {
 	cases := []struct {
