@@ -19,14 +19,14 @@ import (
 // exactly-once pipeline (the offloader binary, default commit settings:
 // commit.interval 100ms) with a plain non-transactional copy loop on the same
 // client library: consume, produce to the same partition of another topic,
-// auto-commit, in a process of its own like the daemon. Run with `make bench` (-benchtime 1x: each case copies a fixed
-// workload; plain and pipeline alternate for benchRounds rounds and the best
-// round of each counts, so that a noisy neighbour on a small machine does not
-// decide the ratio).
+// auto-commit, in a process of its own like the daemon. Run with `make bench`
+// (-benchtime 1x: each case copies a fixed workload; plain and pipeline
+// alternate for benchRounds rounds and the best round of each counts, so that a
+// noisy neighbour on a small machine does not decide the ratio).
 //
-// Reported per case: records/s and MB/s of both, their ratio, the CPU time
-// process used in its best round (start-up included), and the
-// daemon's peak RSS (VmHWM, the largest of its rounds).
+// Reported per case: records/s and MB/s of both, their ratio, the CPU time each
+// process used in its best round (start-up included), and the daemon's peak RSS
+// (VmHWM, the largest of its rounds).
 func BenchmarkThroughput(b *testing.B) {
 	cases := []struct {
 		name       string
@@ -158,7 +158,7 @@ const plainCopyEnv = "BENCH_PLAIN_COPY"
 func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), plainCopyEnv+"="+strings.Join([]string{bootstrap, src, dst, strconv.Itoa(n)}, ","))
+	cmd.Env = append(os.Environ(), plainCopyEnv+"="+strings.Join([]string{bootstrap, src, dst, strconv.Itoa(n)}, " "))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -175,10 +175,14 @@ func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration
 // plainCopyProcess is the child's main: it runs copyPlain with the arguments
 // in plainCopyEnv, prints the elapsed nanoseconds and returns the exit code.
 func plainCopyProcess(args string) int {
-	a := strings.Split(args, ",")
-	n, err := strconv.Atoi(a[len(a)-1])
+	a := strings.Fields(args)
+	var n int
+	var err error
+	if len(a) == 4 {
+		n, err = strconv.Atoi(a[3])
+	}
 	if len(a) != 4 || err != nil {
-		fmt.Fprintf(os.Stderr, "%s=%q: want bootstrap,src,dst,n\n", plainCopyEnv, args)
+		fmt.Fprintf(os.Stderr, "%s=%q: want \"bootstrap src dst n\"\n", plainCopyEnv, args)
 		return 2
 	}
 	elapsed, err := copyPlain(a[0], a[1], a[2], n)
