@@ -123,7 +123,6 @@ type Runner struct {
 	lastLag     time.Time
 	pending     *pendingCommit
 	inTxn       bool            // the batch in hand has a transaction open
-	txnBegan    time.Time       // when it opened
 	tally       tally           // what the batch in hand produced, for the metrics
 	fatal       error           // a fatal error met inside a rebalance callback
 	work        context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
