@@ -47,7 +47,7 @@ func NewMetrics(pipeline string) *Metrics {
 	m := &Metrics{
 		Registry:       reg,
 		RecordsIn:      f("records_in_total", "Records consumed from the source topics."),
-		RecordsOut:     f("records_out_total", "Records produced to the slim topic (committed or not)."),
+		RecordsOut:     f("records_out_total", "Records produced in committed transactions (to the slim topic, or a retry or dead-letter topic)."),
 		RecordsDropped: f("records_dropped_total", "Records the chain filtered out (their offsets are committed)."),
 		Offloaded:      f("offloaded_records_total", "Records whose value went to a payload store."),
 		OffloadedBytes: f("offloaded_bytes_total", "Value bytes moved to a payload store."),

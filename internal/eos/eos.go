@@ -148,7 +148,6 @@ type held struct {
 type pendingCommit struct {
 	done  chan error
 	start []kafka.TopicPartition // each partition's first offset in the batch
-	tally tally                  // the batch's records, counted when it commits
 }
 
 func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
@@ -671,7 +670,6 @@ func (r *Runner) settled(ctx context.Context, err error, rewind bool) (aborted b
 	r.pending = nil
 	if err == nil {
 		r.aborts = 0
-		p.tally.record(r.m)
 		return false, nil
 	}
 	var abort *abortError
@@ -872,15 +870,17 @@ func (r *Runner) handOff(ctx context.Context, start []kafka.TopicPartition) erro
 	if err != nil {
 		return fmt.Errorf("%w: reading group metadata: %v", ErrFatal, err)
 	}
-	p := &pendingCommit{done: make(chan error, 1), start: start, tally: r.tally}
+	p := &pendingCommit{done: make(chan error, 1), start: start}
+	t := r.tally
 	r.pending, r.inTxn, r.tally = p, false, tally{}
-	go func() { p.done <- r.commit(ctx, offsets, meta) }()
+	go func() { p.done <- r.commit(ctx, offsets, meta, t) }()
 	return nil
 }
 
 // commit runs in the committer goroutine; no other transactional or producer
-// call runs meanwhile (see settle).
-func (r *Runner) commit(ctx context.Context, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata) error {
+// call runs meanwhile (see settle). The transaction's records count in the
+// metrics as soon as it commits, not when the polling goroutine settles it.
+func (r *Runner) commit(ctx context.Context, offsets []kafka.TopicPartition, meta *kafka.ConsumerGroupMetadata, t tally) error {
 	began := time.Now()
 	if err := r.txnCall(ctx, "SendOffsetsToTransaction", time.Minute, func(c context.Context) error {
 		return r.producer.SendOffsetsToTransaction(c, offsets, meta)
@@ -890,8 +890,13 @@ func (r *Runner) commit(ctx context.Context, offsets []kafka.TopicPartition, met
 	if err := r.txnCall(ctx, "CommitTransaction", time.Minute, r.producer.CommitTransaction); err != nil {
 		return err
 	}
+	took := time.Since(began)
 	r.m.TxnCommits.Inc()
-	r.m.TxnLatency.Observe(time.Since(began).Seconds())
+	r.m.TxnLatency.Observe(took.Seconds())
+	t.record(r.m)
+	if ce := r.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
+		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
+	}
 	return nil
 }
 
