@@ -18,15 +18,18 @@ import (
 // BenchmarkThroughput compares, on the real local broker in one run, the
 // exactly-once pipeline (the offloader binary, default commit settings:
 // commit.interval 100ms) with a plain non-transactional copy loop on the same
-// client library: consume, produce to the same partition of another topic,
-// auto-commit, in a process of its own like the daemon. Run with `make bench`
-// (-benchtime 1x: each case copies a fixed workload; plain and pipeline
-// alternate for benchRounds rounds and the best round of each counts, so that a
-// noisy neighbour on a small machine does not decide the ratio).
+// client library (consume, produce to the same partition of another topic,
+// auto-commit) and with the minimal transactional loop on that library (the
+// same, committing every 100 ms): the first ratio is the target, the second
+// says what the client's transactions alone cost on this machine. Each loop
+// runs in a process of its own. Run with `make bench` (-benchtime 1x: each case
+// copies a fixed workload; the loops take turns for benchRounds rounds and the
+// best round of each counts, so that a noisy neighbour on a small machine does
+// not decide the ratio).
 //
-// Reported per case: records/s and MB/s of both, their ratio, the CPU time each
-// process used in its best round (start-up included), and the daemon's peak RSS
-// (VmHWM, the largest of its rounds).
+// Reported per case: records/s and MB/s of plain and pipeline, the ratios, the
+// CPU time each process used in its best round (start-up included), and the
+// daemon's peak RSS (VmHWM, the largest of its rounds).
 func BenchmarkThroughput(b *testing.B) {
 	cases := []struct {
 		name       string
@@ -52,7 +55,7 @@ func BenchmarkThroughput(b *testing.B) {
 
 // benchRounds is how often each loop runs per case. On a small machine that
 // shares its cores with the broker one run can take twice as long as its twin;
-// the best of four, in alternating order, is what the loop can do.
+// the best of four, taking turns, is what the loop can do.
 const benchRounds = 4
 
 func benchCase(b *testing.B, records, size, partitions int) {
@@ -63,30 +66,37 @@ func benchCase(b *testing.B, records, size, partitions int) {
 	b.Cleanup(func() { deleteTopics(b, topics) })
 	fill(b, raw, records, size, partitions)
 
-	var plain, pipe, plainCPU, pipeCPU time.Duration
+	// The best round of each loop: its time and the CPU its process used.
+	var plain, txn, pipe, plainCPU, txnCPU, pipeCPU time.Duration
+	best := func(d, cpu time.Duration, bestD, bestCPU *time.Duration) {
+		if *bestD == 0 || d < *bestD {
+			*bestD, *bestCPU = d, cpu
+		}
+	}
 	var rss int64
 	for round := range benchRounds {
-		copied, slim := uniqueName(b, "copy"), uniqueName(b, "slim")
+		copied, txnCopied, slim := uniqueName(b, "copy"), uniqueName(b, "txcopy"), uniqueName(b, "slim")
 		createTopic(b, copied, partitions, big)
+		createTopic(b, txnCopied, partitions, big)
 		createTopic(b, slim, partitions, nil)
-		topics = append(topics, copied, slim)
-		var d, dCPU, p, pCPU time.Duration
+		topics = append(topics, copied, txnCopied, slim)
+		var d, dCPU, t, tCPU, p, pCPU time.Duration
 		var r int64
-		if round%2 == 0 {
-			d, dCPU = plainCopy(b, raw, copied, records)
-			p, r, pCPU = pipelineRun(b, raw, slim, records)
-		} else {
-			p, r, pCPU = pipelineRun(b, raw, slim, records)
-			d, dCPU = plainCopy(b, raw, copied, records)
+		// Each loop goes first, second or third in turn.
+		runs := []func(){
+			func() { d, dCPU = copyProcess(b, loopPlain, raw, copied, records) },
+			func() { t, tCPU = copyProcess(b, loopTxn, raw, txnCopied, records) },
+			func() { p, r, pCPU = pipelineRun(b, raw, slim, records) },
 		}
-		b.Logf("round: plain %s (CPU %s), pipeline %s (CPU %s), daemon peak RSS %d MiB",
-			d.Round(time.Millisecond), dCPU.Round(10*time.Millisecond), p.Round(time.Millisecond), pCPU.Round(10*time.Millisecond), r>>20)
-		if plain == 0 || d < plain {
-			plain, plainCPU = d, dCPU
+		for i := range runs {
+			runs[(i+round)%len(runs)]()
 		}
-		if pipe == 0 || p < pipe {
-			pipe, pipeCPU = p, pCPU
-		}
+		b.Logf("round: plain %s (CPU %s), minimal transactional %s (CPU %s), pipeline %s (CPU %s), daemon peak RSS %d MiB",
+			d.Round(time.Millisecond), dCPU.Round(10*time.Millisecond), t.Round(time.Millisecond), tCPU.Round(10*time.Millisecond),
+			p.Round(time.Millisecond), pCPU.Round(10*time.Millisecond), r>>20)
+		best(d, dCPU, &plain, &plainCPU)
+		best(t, tCPU, &txn, &txnCPU)
+		best(p, pCPU, &pipe, &pipeCPU)
 		rss = max(rss, r)
 	}
 	mb := float64(records*size) / 1e6
@@ -95,7 +105,10 @@ func benchCase(b *testing.B, records, size, partitions int) {
 	b.ReportMetric(float64(records)/pipe.Seconds(), "pipeline-records/s")
 	b.ReportMetric(mb/pipe.Seconds(), "pipeline-MB/s")
 	b.ReportMetric(plain.Seconds()/pipe.Seconds(), "pipeline/plain")
+	b.ReportMetric(plain.Seconds()/txn.Seconds(), "min-txn/plain")
+	b.ReportMetric(txn.Seconds()/pipe.Seconds(), "pipeline/min-txn")
 	b.ReportMetric(plainCPU.Seconds(), "plain-CPU-s")
+	b.ReportMetric(txnCPU.Seconds(), "min-txn-CPU-s")
 	b.ReportMetric(pipeCPU.Seconds(), "pipeline-CPU-s")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 }
@@ -196,82 +209,105 @@ func fill(b testing.TB, topic string, n, size, partitions int) {
 	}
 }
 
-// plainCopyEnv makes the test binary run copyPlain instead of the tests: the
-// plain loop runs in a fresh process per round, as the daemon does, so that
-// both pay the same start-up and first touch of their memory (on this machine
-// a fresh process's page faults cost several times more than a warm one's).
-const plainCopyEnv = "BENCH_PLAIN_COPY"
+// copyLoopEnv makes the test binary run copyLoop instead of the tests: the
+// reference loops run in a fresh process per round, as the daemon does, so that
+// all pay the same start-up and first touch of their memory (on this machine a
+// fresh process's page faults cost several times more than a warm one's).
+const copyLoopEnv = "BENCH_COPY_LOOP"
 
-// plainCopy copies n records from src to the same partitions of dst in a child
-// process running copyPlain, and returns the time from the partition
-// assignment to the last delivery and the CPU time the child used.
-func plainCopy(b testing.TB, src, dst string, n int) (elapsed, cpu time.Duration) {
+// The reference loops copyLoop runs.
+const (
+	loopPlain = "plain" // non-transactional: auto-commit, the throughput to keep
+	loopTxn   = "txn"   // the least an exactly-once loop on this client does
+)
+
+// copyProcess copies n records from src to the same partitions of dst in a
+// child process running copyLoop, and returns the time from the partition
+// assignment to the end (the last delivery, or the last commit) and the CPU
+// time the child used.
+func copyProcess(b testing.TB, loop, src, dst string, n int) (elapsed, cpu time.Duration) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), plainCopyEnv+"="+strings.Join([]string{bootstrap, src, dst, strconv.Itoa(n)}, " "))
+	cmd.Env = append(os.Environ(), copyLoopEnv+"="+strings.Join([]string{loop, bootstrap, src, dst, strconv.Itoa(n)}, " "))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("plain copy process: %v\n%s", err, stderr.Bytes())
+		b.Fatalf("%s copy process: %v\n%s", loop, err, stderr.Bytes())
 	}
 	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
 	if err != nil {
-		b.Fatalf("plain copy process printed %q, want the elapsed nanoseconds", out)
+		b.Fatalf("%s copy process printed %q, want the elapsed nanoseconds", loop, out)
 	}
 	return time.Duration(ns), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// plainCopyProcess is the child's main: it runs copyPlain with the arguments
-// in plainCopyEnv, prints the elapsed nanoseconds and returns the exit code.
-func plainCopyProcess(args string) int {
+// copyLoopProcess is the child's main: it runs copyLoop with the arguments in
+// copyLoopEnv, prints the elapsed nanoseconds and returns the exit code.
+func copyLoopProcess(args string) int {
 	a := strings.Fields(args)
 	var n int
 	var err error
-	if len(a) == 4 {
-		n, err = strconv.Atoi(a[3])
+	if len(a) == 5 {
+		n, err = strconv.Atoi(a[4])
 	}
-	if len(a) != 4 || err != nil {
-		fmt.Fprintf(os.Stderr, "%s=%q: want \"bootstrap src dst n\"\n", plainCopyEnv, args)
+	if len(a) != 5 || err != nil || (a[0] != loopPlain && a[0] != loopTxn) {
+		fmt.Fprintf(os.Stderr, "%s=%q: want \"plain|txn bootstrap src dst n\"\n", copyLoopEnv, args)
 		return 2
 	}
-	elapsed, err := copyPlain(a[0], a[1], a[2], n)
+	elapsed, err := copyLoop(a[0] == loopTxn, a[1], a[2], a[3], n)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "plain copy:", err)
+		fmt.Fprintf(os.Stderr, "%s copy: %v\n", a[0], err)
 		return 1
 	}
 	fmt.Println(elapsed.Nanoseconds())
 	return 0
 }
 
-// copyPlain is the plain loop: a consumer and a non-transactional producer on
-// the same client library, consume, produce to the same partition of dst,
-// auto-commit. It returns the time from the partition assignment to the last
-// delivery.
-func copyPlain(bootstrap, src, dst string, n int) (time.Duration, error) {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "group.id": "it-plain-" + dst,
+// copyLoop is a reference loop: a consumer and a producer on the same client
+// library, consume, produce to the same partition of dst. Plain, it
+// auto-commits and ends at the last delivery. Transactional, it is the least an
+// exactly-once loop does: a read_committed consumer, and every 100 ms (as the
+// pipeline's default commit.interval) the consumer positions sent to the
+// transaction and the transaction committed, waiting for it; it ends at the
+// last commit. It returns the time from the partition assignment to the end.
+func copyLoop(transactional bool, bootstrap, src, dst string, n int) (time.Duration, error) {
+	cc := kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "group.id": "it-loop-" + dst,
 		"auto.offset.reset": "earliest",
 		// The client tuning offloader's consumer has (internal/eos), so that the
 		// ratio measures transactions, not librdkafka defaults.
 		"fetch.queue.backoff.ms": 10,
-	})
+	}
+	pc := kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
+		"message.max.bytes": 4 << 20, "queue.buffering.max.kbytes": 262144, "go.delivery.reports": false,
+	}
+	if transactional {
+		cc["isolation.level"], cc["enable.auto.commit"] = "read_committed", false
+		pc["transactional.id"] = "it-loop-" + dst
+	}
+	c, err := kafka.NewConsumer(&cc)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
-		"message.max.bytes": 4 << 20, "queue.buffering.max.kbytes": 262144, "go.delivery.reports": false,
-	})
+	p, err := kafka.NewProducer(&pc)
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
+	ctx := context.Background()
+	if transactional {
+		if err := p.InitTransactions(ctx); err != nil {
+			return 0, err
+		}
+	}
 	var start time.Time
+	var assigned []kafka.TopicPartition
 	err = c.Subscribe(src, func(c *kafka.Consumer, ev kafka.Event) error {
 		if a, ok := ev.(kafka.AssignedPartitions); ok && start.IsZero() {
-			start = time.Now()
+			start, assigned = time.Now(), a.Partitions
 			return c.Assign(a.Partitions)
 		}
 		return nil
@@ -279,14 +315,47 @@ func copyPlain(bootstrap, src, dst string, n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	var began time.Time // of the open transaction; zero if none
+	commit := func() error {
+		positions, err := c.Position(assigned)
+		if err != nil {
+			return err
+		}
+		offsets := positions[:0]
+		for _, tp := range positions {
+			if tp.Offset >= 0 { // a partition with nothing consumed yet has none
+				offsets = append(offsets, tp)
+			}
+		}
+		meta, err := c.GetConsumerGroupMetadata()
+		if err != nil {
+			return err
+		}
+		if err := p.SendOffsetsToTransaction(ctx, offsets, meta); err != nil {
+			return err
+		}
+		began = time.Time{}
+		return p.CommitTransaction(ctx)
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for copied := 0; copied < n; {
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%d of %d records after 10 minutes", copied, n)
 		}
+		if !began.IsZero() && time.Since(began) >= 100*time.Millisecond {
+			if err := commit(); err != nil {
+				return 0, err
+			}
+		}
 		m, ok := c.Poll(100).(*kafka.Message)
 		if !ok {
 			continue
+		}
+		if transactional && began.IsZero() {
+			if err := p.BeginTransaction(); err != nil {
+				return 0, err
+			}
+			began = time.Now()
 		}
 		out := &kafka.Message{
 			TopicPartition: kafka.TopicPartition{Topic: &dst, Partition: m.TopicPartition.Partition},
@@ -305,6 +374,11 @@ func copyPlain(bootstrap, src, dst string, n int) (time.Duration, error) {
 		}
 		copied++
 	}
+	if !began.IsZero() {
+		if err := commit(); err != nil {
+			return 0, err
+		}
+	}
 	if left := p.Flush(300_000); left > 0 {
 		return 0, fmt.Errorf("%d records not delivered", left)
 	}
@@ -313,8 +387,8 @@ func copyPlain(bootstrap, src, dst string, n int) (time.Duration, error) {
 
 // pipelineRun runs the offloader binary on raw -> slim with default settings
 // (commit.interval 100ms) and the filesystem store, and returns the time from
-// its partition assignment (/readyz 200) to the commit of the last source
-// offset, its peak RSS in bytes and the CPU time it used (start-up included).
+// its partition assignment (/readyz 200) to the commit of the transaction with
+// the last record, its peak RSS in bytes and the CPU time it used (start-up included).
 // OFFLOADER_* variables in the environment reach the daemon, to try settings.
 func pipelineRun(b testing.TB, raw, slim string, n int) (elapsed time.Duration, rss int64, cpu time.Duration) {
 	b.Helper()
@@ -331,7 +405,7 @@ pipelines:
       payloads: {type: filesystem, root: %q}
     transforms:
       - {type: offload, store: payloads, threshold: auto}
-    observability: {listen: "127.0.0.1:0", log_format: console, log_level: info}
+    observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}
 `, bootstrap, uniqueName(b, "tx"), raw, group, slim, b.TempDir())
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		b.Fatal(err)
@@ -340,16 +414,33 @@ pipelines:
 	base := d.metricsURL(b)
 	waitReady(b, base, time.Minute)
 	start := time.Now()
-	admin := newAdmin(b)
+	// The clock stops when the daemon's log counts n records committed (a
+	// debug line per transaction). Asking the group coordinator for the offsets
+	// every 20 ms cost the broker about 5% of a core, and scraping /metrics as
+	// often cost the daemon as much; the plain loop, timing itself, pays
+	// neither. The committed offsets are checked after.
 	deadline := time.Now().Add(10 * time.Minute)
-	for committedTotal(b, admin, group, raw) < int64(n) {
+	for committedInLog(d.output()) < n {
 		if time.Now().After(deadline) {
-			b.Fatalf("pipeline: offsets for fewer than %d records committed after 10 minutes", n)
+			b.Fatalf("pipeline: fewer than %d records committed after 10 minutes", n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	elapsed = time.Since(start)
 	rss, cpu = peakRSS(b, d.cmd.Process.Pid), processCPU(b, d.cmd.Process.Pid)
+	admin := newAdmin(b)
+	for {
+		// A transaction's offsets show once its markers are written, just after
+		// the commit returns.
+		committed := committedTotal(b, admin, group, raw)
+		if committed == int64(n) {
+			break
+		}
+		if committed > int64(n) || time.Now().After(deadline) {
+			b.Fatalf("pipeline: group %s committed offsets for %d records, want %d", group, committed, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if code := d.stop(b, 60*time.Second); code != 0 {
 		b.Fatalf("daemon exit code %d", code)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,19 @@ func (d *daemon) stop(t testing.TB, timeout time.Duration) int {
 func (d *daemon) kill9() {
 	d.cmd.Process.Signal(syscall.SIGKILL)
 	d.cmd.Wait()
+}
+
+var committedLine = regexp.MustCompile(`transaction committed\t.*"records": (\d+)`)
+
+// committedInLog sums the records of the transactions a daemon logged as
+// committed (log_level: debug): the source records whose offsets it committed.
+func committedInLog(log string) int {
+	total := 0
+	for _, m := range committedLine.FindAllStringSubmatch(log, -1) {
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	return total
 }
 
 // pipelineFile writes a one-pipeline config file.

@@ -25,8 +25,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if args, ok := os.LookupEnv(plainCopyEnv); ok { // the benchmark's plain loop, in its own process
-		os.Exit(plainCopyProcess(args))
+	if args, ok := os.LookupEnv(copyLoopEnv); ok { // a benchmark's reference loop, in its own process
+		os.Exit(copyLoopProcess(args))
 	}
 	bootstrap = os.Getenv("TEST_KAFKA_BOOTSTRAP")
 	azureConnStr = os.Getenv("TEST_AZURE_CONNECTION_STRING")
