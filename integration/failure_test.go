@@ -231,10 +231,11 @@ func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
 func TestTwoInstancesShareTheGroup(t *testing.T) {
 	raw, slim, root, cfg := filesystemPipeline(t, "pair", 4)
 	listen := "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0"
+	debug := "OFFLOADER_OBSERVABILITY__LOG_LEVEL=debug" // a line per committed transaction
 
 	recs := numberedRecords(8000, 4, 20, 100<<10, 1000)
-	a := startDaemon(t, cfg, listen, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-a"))
-	b := startDaemon(t, cfg, listen, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-b"))
+	a := startDaemon(t, cfg, listen, debug, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-a"))
+	b := startDaemon(t, cfg, listen, debug, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-b"))
 	aURL, bURL := a.metricsURL(t), b.metricsURL(t)
 	// /readyz answers 200 once an instance holds partitions; the second gets
 	// some only in the rebalance that splits them.
@@ -266,6 +267,12 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
 	if code := b.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("second instance exit code %d after SIGTERM, want 0", code)
+	}
+	// Each source record's offset is committed once, by one instance: a batch
+	// dropped in a rebalance aborts and is not counted.
+	ca, cb := committedInLog(a.output()), committedInLog(b.output())
+	if ca == 0 || cb == 0 || ca+cb != len(recs) {
+		t.Errorf("the instances logged %d + %d records committed, want %d, some by each", ca, cb, len(recs))
 	}
 	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
