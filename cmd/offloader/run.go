@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -46,8 +47,9 @@ Run several instances with the same file to share the partitions; give each a
 distinct kafka.transactional_id (for example OFFLOADER_KAFKA__TRANSACTIONAL_ID=
 offloader-orders-$HOSTNAME) that stays the same across its restarts.
 
-On SIGTERM/SIGINT it stops polling, commits the batch in hand, leaves the group and
-exits 0. Exit 1: a runtime failure (Kafka unreachable, fenced by another instance
+On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
+leaves the group and exits 0; if that is not done within 60s (a Kafka client
+call stuck), it exits 1 without leaving the group. Exit 1: a runtime failure (Kafka unreachable, fenced by another instance
 with the same transactional.id, misaligned size limits, a record the chain cannot
 process and no dead-letter topic). Exit 2: a bad pipeline file.
 
@@ -78,6 +80,13 @@ Nothing is skipped.`,
 				logger.Info("garbage collector: a heap ballast keeps collections rare while little data is live; set GOGC to choose otherwise",
 					zap.Int("ballast_mib", ballastSize>>20))
 			}
+			stopWatch := exitIfStuck(ctx, shutdownTimeout+shutdownGrace, func() {
+				logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
+					zap.Duration("after", shutdownTimeout+shutdownGrace))
+				logger.Sync()
+				os.Exit(exitFailure)
+			})
+			defer stopWatch()
 			if err := runPipeline(ctx, p, logger); err != nil {
 				logger.Error("pipeline failed", zap.Error(err))
 				return exitFailure
@@ -181,7 +190,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		Pipeline:          p,
 		Chain:             chain,
 		Concurrency:       8,
-		ShutdownTimeout:   30 * time.Second,
+		ShutdownTimeout:   shutdownTimeout,
 		Logger:            logger,
 		Metrics:           metrics,
 		StepNames:         stepNames,
