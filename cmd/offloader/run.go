@@ -49,9 +49,10 @@ offloader-orders-$HOSTNAME) that stays the same across its restarts.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
 leaves the group and exits 0; if that is not done within 60s (a Kafka client
-call stuck), it exits 1 without leaving the group. Exit 1: a runtime failure (Kafka unreachable, fenced by another instance
-with the same transactional.id, misaligned size limits, a record the chain cannot
-process and no dead-letter topic). Exit 2: a bad pipeline file.
+call stuck), it exits 1 without leaving the group. Exit 1: a runtime failure
+(Kafka unreachable, fenced by another instance with the same transactional.id,
+misaligned size limits, a record the chain cannot process and no dead-letter
+topic). Exit 2: a bad pipeline file.
 
 A payload store that does not answer at start-up within errors.store_budget
 ends the run with exit 1 before anything is consumed. If the store stays

@@ -10,7 +10,8 @@ import (
 // TestExitIfStuck: after the signal, a shutdown that does not finish in time
 // exits; one that finishes, or no signal at all, never does.
 func TestExitIfStuck(t *testing.T) {
-	const after = 50 * time.Millisecond
+	// Wide margins: the unit tests share the machine with the integration tests.
+	const after = 200 * time.Millisecond
 	for _, c := range []struct {
 		name     string
 		signal   bool
@@ -18,7 +19,7 @@ func TestExitIfStuck(t *testing.T) {
 		want     int32
 	}{
 		{"stuck after the signal", true, 0, 1},
-		{"finished in time", true, after / 5, 0},
+		{"finished in time", true, after / 20, 0},
 		{"no signal", false, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -33,7 +34,7 @@ func TestExitIfStuck(t *testing.T) {
 				time.Sleep(c.finishIn)
 				stop()
 			}
-			time.Sleep(4 * after)
+			time.Sleep(3 * after)
 			if c.finishIn == 0 {
 				stop()
 			}
