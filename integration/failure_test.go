@@ -391,8 +391,14 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 		t.Errorf("exit code %d after SIGTERM", code)
 	}
 	// The producer's client errors reach the log, with why the calls failed.
-	if out := d.output(); !strings.Contains(out, "producer error") {
+	out := d.output()
+	if !strings.Contains(out, "producer error") {
 		t.Errorf("no producer error was logged while the broker was away")
+	}
+	// librdkafka can leave a transactional call stuck after a restart
+	// (librdkafka #5456); the daemon then replaces its producer.
+	if n := strings.Count(out, "transactional producer stuck"); n > 0 {
+		t.Logf("the daemon replaced a stuck producer %d time(s)", n)
 	}
 	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {

@@ -27,6 +27,7 @@ type Metrics struct {
 	StoreLatency      *prometheus.HistogramVec
 	TxnCommits        prometheus.Counter
 	TxnAborts         prometheus.Counter
+	StuckProducers    prometheus.Counter
 	DeadLettered      prometheus.Counter
 	TxnLatency        prometheus.Histogram
 	ConsumerLag       *prometheus.GaugeVec
@@ -54,6 +55,7 @@ func NewMetrics(pipeline string) *Metrics {
 		Passthrough:    f("passthrough_records_total", "Records produced with their value inline."),
 		TxnCommits:     f("transactions_committed_total", "Kafka transactions committed."),
 		TxnAborts:      f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
+		StuckProducers: f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout (its open transaction aborted, its batch was reprocessed)."),
 		DeadLettered:   f("dead_lettered_records_total", "Records sent to the dead-letter topic (in the transaction that commits their offsets)."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",

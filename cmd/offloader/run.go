@@ -49,16 +49,22 @@ offloader-orders-$HOSTNAME) that stays the same across its restarts.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
 leaves the group and exits 0; if that is not done within 60s (a Kafka client
-call stuck), it exits 1 without leaving the group. Exit 1: a runtime failure
-(Kafka unreachable, fenced by another instance with the same transactional.id,
-misaligned size limits, a record the chain cannot process and no dead-letter
-topic). Exit 2: a bad pipeline file.
+call stuck), it exits 1 without leaving the group.
+
+A transactional call still stuck 15s past its timeout (a librdkafka fault seen
+after broker restarts) makes it replace its producer: the open transaction
+aborts and the batch is produced again.
+
+Exit 1: a runtime failure (Kafka unreachable, fenced by another instance with
+the same transactional.id, misaligned size limits, a record the chain cannot
+process and no dead-letter topic). Exit 2: a bad pipeline file.
 
 A payload store that does not answer at start-up within errors.store_budget
 ends the run with exit 1 before anything is consumed. If the store stays
-unavailable past errors.store_budget while running, the pipeline pauses: the transaction is not committed, the batch is rewound and retried with
-a growing backoff (up to 30s), /readyz answers 503 and offloader_paused is 1.
-Nothing is skipped.`,
+unavailable past errors.store_budget while running, the pipeline pauses: the
+transaction is not committed, the batch is rewound and retried with a growing
+backoff (up to 30s), /readyz answers 503 and offloader_paused is 1. Nothing is
+skipped.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("run"))
 			src := c.pipelineFlags(fs)

@@ -17,7 +17,10 @@
 // start of its batch (the batch collected since is dropped and read again). A
 // rebalance, which runs inside Poll, never meets an unsettled commit; it aborts
 // the transaction of the batch in hand, drops the batch, and whoever owns the
-// partitions next resumes from the committed offsets.
+// partitions next resumes from the committed offsets. A transactional call
+// stuck past its timeout (a librdkafka fault) is given up on: a new producer
+// with the same transactional.id fences the stuck one and aborts its
+// transaction, and the batch is rewound as after any abort.
 package eos
 
 import (
@@ -65,6 +68,13 @@ var (
 // before the instance gives up loudly instead of looping.
 const maxConsecutiveAborts = 5
 
+// stuckGrace is how long a transactional call may run past its own timeout
+// before the producer counts as stuck and is replaced. librdkafka's coordinator
+// requests can wait for a broker state change that never comes, past the
+// call's timeout (librdkafka issues #5456 and #5511; seen here after a broker
+// restart, in SendOffsetsToTransaction).
+const stuckGrace = 15 * time.Second
+
 // Options configure a Runner.
 type Options struct {
 	Pipeline *config.Pipeline
@@ -109,6 +119,8 @@ type Runner struct {
 	m        *observability.Metrics
 	consumer *kafka.Consumer
 	producer *kafka.Producer
+	// stuckGrace is the package's stuckGrace, shorter in tests.
+	stuckGrace time.Duration
 
 	proc        *pipeline.Batch // transforms the batch's records as they arrive
 	batchLen    int
@@ -203,16 +215,16 @@ func New(opts Options) (*Runner, error) {
 		producer.Close()
 		return nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	r := &Runner{opts: opts, p: p, log: opts.Logger, m: opts.Metrics, consumer: consumer, producer: producer}
-	go r.logEvents()
+	r := &Runner{opts: opts, p: p, log: opts.Logger, m: opts.Metrics, consumer: consumer, producer: producer, stuckGrace: stuckGrace}
+	go r.logEvents(producer)
 	return r, nil
 }
 
 // logEvents logs the producer's client errors (a broker going away, say) until
 // the producer closes. The transactional calls report what they mean for a
 // batch; these say why.
-func (r *Runner) logEvents() {
-	for ev := range r.producer.Events() {
+func (r *Runner) logEvents(producer *kafka.Producer) {
+	for ev := range producer.Events() {
 		if e, ok := ev.(kafka.Error); ok {
 			level := zap.WarnLevel
 			if e.IsFatal() {
@@ -237,11 +249,11 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			err = closeErr
 		}
 	}()
-	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = r.producer.InitTransactions(initCtx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%w: initialising transactions for transactional.id %q: %v", ErrFatal, TransactionalID(r.p), err)
+	if err := r.initTransactions(ctx, r.producer); err != nil {
+		if errors.As(err, new(*stuckError)) {
+			r.producer = nil // closing a client stuck in a call would block too
+		}
+		return err
 	}
 	topics := append([]string(nil), r.p.Source.Topics...)
 	r.retryTier, r.held, r.failures = map[string]int{}, map[string]held{}, map[string]int{}
@@ -305,7 +317,9 @@ func (r *Runner) close() error {
 	}
 	// Close leaves the group (the revoke callback runs inside it).
 	err := r.consumer.Close()
-	r.producer.Close()
+	if r.producer != nil {
+		r.producer.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("leaving the consumer group: %w", err)
 	}
@@ -679,18 +693,32 @@ func (r *Runner) settled(ctx context.Context, err error, rewind bool) (aborted b
 	return true, r.recover(ctx, abort, p.start, rewind)
 }
 
-// recover aborts the open transaction after a failure that requires it and,
-// with rewind, seeks back to start (and to the start of the batch in hand),
-// drops the batch and backs off. The fifth abort in a row is fatal.
+// recover aborts the open transaction after a failure that requires it (by
+// replacing the producer if a call of it is stuck) and, with rewind, seeks
+// back to start (and to the start of the batch in hand), drops the batch and
+// backs off. The fifth abort in a row is fatal.
 func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.TopicPartition, rewind bool) error {
 	r.aborts++
 	r.m.TxnAborts.Inc()
 	r.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.err), zap.Int("consecutive_aborts", r.aborts))
-	if err := r.abort(ctx); err != nil {
+	end := r.abort
+	if abort.stuck != nil {
+		end = func(ctx context.Context) error { return r.replaceProducer(ctx, abort.stuck) }
+	}
+	if err := end(ctx); err != nil {
 		return err
 	}
 	if !rewind {
 		return nil // the partitions are being revoked: their next owner resumes
+	}
+	if abort.stuck != nil {
+		// A call stuck in committing may have committed before it stuck. The
+		// new producer's initialisation settled the transaction either way, so
+		// the group's committed offsets say where to resume.
+		var err error
+		if start, err = r.committedOr(start); err != nil {
+			return err
+		}
 	}
 	if err := r.rewind(start); err != nil {
 		return err
@@ -776,23 +804,85 @@ func (r *Runner) rewind(also []kafka.TopicPartition) error {
 	return nil
 }
 
-type abortError struct{ err error }
+// committedOr returns the group's committed offsets of the assigned
+// partitions, and start's offsets of those without one.
+func (r *Runner) committedOr(start []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
+	committed, err := r.consumer.Committed(r.assigned, 30000)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the group's committed offsets: %v", ErrFatal, err)
+	}
+	at := make([]kafka.TopicPartition, 0, len(committed)+len(start))
+	has := map[string]bool{}
+	for _, tp := range committed {
+		if tp.Error == nil && tp.Offset >= 0 {
+			at = append(at, tp)
+			has[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = true
+		}
+	}
+	for _, tp := range start {
+		if !has[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] {
+			at = append(at, tp)
+		}
+	}
+	return at, nil
+}
+
+type abortError struct {
+	err error
+	// stuck is set when the producer is stuck in a call: the transaction is
+	// ended by replacing the producer, not through it.
+	stuck *stuckError
+}
 
 func (e *abortError) Error() string { return "transaction must abort: " + e.err.Error() }
 
+// stuckError is a call still running grace after its deadline; done receives
+// its result if it ever returns.
+type stuckError struct {
+	what  string
+	grace time.Duration
+	done  <-chan error
+}
+
+func (e *stuckError) Error() string {
+	return fmt.Sprintf("%s is still running %s past its timeout: the Kafka client is stuck", e.what, e.grace)
+}
+
+// bounded runs call, which should return by deadline, and waits for it until
+// grace after that. A call still running then is left to finish (or not) on
+// its own goroutine.
+func bounded(what string, deadline time.Time, grace time.Duration, call func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	t := time.NewTimer(time.Until(deadline) + grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return &stuckError{what: what, grace: grace, done: done}
+	}
+}
+
 // txnCall runs one transactional call with librdkafka's error contract:
 // retriable -> call again; requires abort -> abortError; fatal (fenced included)
-// or anything else -> ErrFatal.
+// or anything else -> ErrFatal. A call stuck stuckGrace past its timeout is an
+// abortError too, which replaces the producer.
 func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration, call func(context.Context) error) error {
 	// The call's own deadline bounds its retries: a call that keeps timing out
 	// (a broker that stays away) ends in an abort, not an endless loop.
 	callCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	deadline, _ := callCtx.Deadline()
 	backoff := 50 * time.Millisecond
 	for {
-		err := call(callCtx)
+		err := bounded(what, deadline, r.stuckGrace, func() error { return call(callCtx) })
 		if err == nil {
 			return nil
+		}
+		var stuck *stuckError
+		if errors.As(err, &stuck) {
+			return &abortError{err: stuck, stuck: stuck}
 		}
 		var kerr kafka.Error
 		if !errors.As(err, &kerr) {
@@ -835,9 +925,53 @@ func (r *Runner) abort(ctx context.Context) error {
 	err := r.txnCall(ctx, "AbortTransaction", 30*time.Second, r.producer.AbortTransaction)
 	var abort *abortError
 	if errors.As(err, &abort) {
+		if abort.stuck != nil {
+			return r.replaceProducer(ctx, abort.stuck)
+		}
 		return fmt.Errorf("%w: aborting: %v", ErrFatal, abort.err)
 	}
 	return err
+}
+
+// replaceProducer replaces a producer stuck in a call by a new one with the
+// same transactional.id. Initialising the new one fences the stuck one and
+// aborts its open transaction, as a restart of the instance would. The stuck
+// producer is closed if its call ever returns.
+func (r *Runner) replaceProducer(ctx context.Context, stuck *stuckError) error {
+	r.inTxn, r.tally = false, tally{}
+	r.m.StuckProducers.Inc()
+	r.log.Error("transactional producer stuck: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(stuck))
+	old := r.producer
+	r.producer = nil // closed below once its call returns, never by close()
+	go func() {
+		<-stuck.done
+		old.Close()
+	}()
+	p, err := kafka.NewProducer(producerConfig(r.p))
+	if err != nil {
+		return fmt.Errorf("%w: creating a transactional producer to replace the stuck one: %v", ErrFatal, err)
+	}
+	go r.logEvents(p)
+	if err := r.initTransactions(ctx, p); err != nil {
+		if !errors.As(err, new(*stuckError)) {
+			p.Close()
+		}
+		return err
+	}
+	r.producer = p
+	return nil
+}
+
+// initTransactions initialises p's transactions: it fences any earlier producer
+// with the same transactional.id and aborts that producer's open transaction.
+func (r *Runner) initTransactions(ctx context.Context, p *kafka.Producer) error {
+	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	deadline, _ := initCtx.Deadline()
+	if err := bounded("InitTransactions", deadline, r.stuckGrace, func() error { return p.InitTransactions(initCtx) }); err != nil {
+		return fmt.Errorf("%w: initialising transactions for transactional.id %q: %w", ErrFatal, TransactionalID(r.p), err)
+	}
+	return nil
 }
 
 // begin opens the batch's transaction, if it has none open yet.

@@ -1,0 +1,91 @@
+package eos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+)
+
+func testRunner() *Runner {
+	return &Runner{p: &config.Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
+}
+
+// A call that ignores its own timeout (librdkafka #5456) must not hold the
+// instance: past the grace it is reported stuck, which replaces the producer,
+// and its result still arrives if it ever returns.
+func TestTxnCallReportsACallStuckPastItsTimeout(t *testing.T) {
+	r := testRunner()
+	release := make(chan struct{})
+	began := time.Now()
+	err := r.txnCall(context.Background(), "SendOffsetsToTransaction", 200*time.Millisecond, func(context.Context) error {
+		<-release // ignores its context, as the stuck client call does
+		return kafka.NewError(kafka.ErrTimedOut, "late", false)
+	})
+	took := time.Since(began)
+	var abort *abortError
+	if !errors.As(err, &abort) || abort.stuck == nil {
+		t.Fatalf("got %v (%T), want an abortError marked stuck", err, err)
+	}
+	if took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("reported stuck after %s, want the timeout plus the grace (300ms)", took)
+	}
+	if want := "SendOffsetsToTransaction is still running 100ms past its timeout: the Kafka client is stuck"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	close(release)
+	select {
+	case late := <-abort.stuck.done:
+		if !strings.Contains(fmt.Sprint(late), "late") {
+			t.Errorf("the stuck call's late result is %v", late)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stuck call's result never arrived on done")
+	}
+}
+
+// A call that times out by itself is an ordinary abort (through the producer),
+// not a stuck producer.
+func TestTxnCallTimingOutByItselfIsNotStuck(t *testing.T) {
+	r := testRunner()
+	err := r.txnCall(context.Background(), "CommitTransaction", 200*time.Millisecond, func(ctx context.Context) error {
+		<-ctx.Done()
+		return kafka.NewError(kafka.ErrTimedOut, "timed out", false)
+	})
+	var abort *abortError
+	if !errors.As(err, &abort) || abort.stuck != nil {
+		t.Fatalf("got %v, want an abortError not marked stuck", err)
+	}
+	if want := "still failing after 200ms"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+}
+
+// Retriable errors are retried within the call's timeout, and fatal ones stop
+// the instance.
+func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
+	r := testRunner()
+	calls := 0
+	err := r.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error {
+		if calls++; calls < 3 {
+			return kafka.NewError(kafka.ErrTimedOut, "retry me", false)
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("got %v after %d calls, want success on the third", err, calls)
+	}
+	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error {
+		return kafka.NewError(kafka.ErrFenced, "fenced", true)
+	})
+	if !errors.Is(err, ErrFatal) {
+		t.Fatalf("a fatal client error gave %v, want ErrFatal", err)
+	}
+}
