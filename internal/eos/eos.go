@@ -550,7 +550,7 @@ func (r *Runner) holdUntilDue(m *kafka.Message) (bool, error) {
 	if _, err := r.consumer.SeekPartitions([]kafka.TopicPartition{tp}); err != nil {
 		return true, fmt.Errorf("%w: seeking retry partition %s[%d] back to %v: %v", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, err)
 	}
-	r.held[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = held{tp: tp, until: due}
+	r.held[partitionKey(tp)] = held{tp: tp, until: due}
 	r.log.Debug("retry partition held until its next record is due", zap.String("topic", *tp.Topic),
 		zap.Int32("partition", tp.Partition), zap.Time("due", due))
 	return true, nil
@@ -779,7 +779,7 @@ func (r *Runner) rewind(also []kafka.TopicPartition) error {
 	}
 	to := map[string]kafka.TopicPartition{}
 	for _, tp := range append(slices.Clone(r.batchFirsts), also...) {
-		k := *tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
+		k := partitionKey(tp)
 		if cur, ok := to[k]; !ok || tp.Offset < cur.Offset {
 			to[k] = tp
 		}
@@ -816,15 +816,20 @@ func (r *Runner) committedOr(start []kafka.TopicPartition) ([]kafka.TopicPartiti
 	for _, tp := range committed {
 		if tp.Error == nil && tp.Offset >= 0 {
 			at = append(at, tp)
-			has[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = true
+			has[partitionKey(tp)] = true
 		}
 	}
 	for _, tp := range start {
-		if !has[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] {
+		if !has[partitionKey(tp)] {
 			at = append(at, tp)
 		}
 	}
 	return at, nil
+}
+
+// partitionKey names tp's partition as a map key: topic/partition.
+func partitionKey(tp kafka.TopicPartition) string {
+	return *tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
 }
 
 type abortError struct {
