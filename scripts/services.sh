@@ -124,9 +124,9 @@ transaction.state.log.num.partitions=3
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-# One node has nowhere to move leadership to, and Kafka 4.1-4.4 skips the
+# One node has nowhere to move leadership to, and Kafka 4.4 skips the
 # transaction markers of a partition left without a leader while it shuts down
-# (KAFKA-20734): a transaction committed in that window stays open on the
+# (KAFKA-20734, open): a transaction committed in that window stays open on the
 # partition for good (a hanging transaction).
 controlled.shutdown.enable=false
 auto.create.topics.enable=false
