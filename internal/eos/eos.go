@@ -701,11 +701,13 @@ func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.T
 	r.aborts++
 	r.m.TxnAborts.Inc()
 	r.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.err), zap.Int("consecutive_aborts", r.aborts))
-	end := r.abort
+	var err error
 	if abort.stuck != nil {
-		end = func(ctx context.Context) error { return r.replaceProducer(ctx, abort.stuck) }
+		err = r.replaceProducer(ctx, abort.stuck)
+	} else {
+		err = r.abort(ctx)
 	}
-	if err := end(ctx); err != nil {
+	if err != nil {
 		return err
 	}
 	if !rewind {
@@ -715,7 +717,6 @@ func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.T
 		// A call stuck in committing may have committed before it stuck. The
 		// new producer's initialisation settled the transaction either way, so
 		// the group's committed offsets say where to resume.
-		var err error
 		if start, err = r.committedOr(start); err != nil {
 			return err
 		}
