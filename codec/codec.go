@@ -10,7 +10,8 @@
 //
 // Decoding is bounded: the caller states the decoded size it expects (from a
 // pointer or a header), and more output than that is an error, not an
-// allocation, so a forged or corrupt payload cannot exhaust memory.
+// allocation, so a forged or corrupt payload cannot exhaust memory. Memory
+// follows the bytes a payload really decodes to, not the size it claims.
 package codec
 
 import (
@@ -39,6 +40,10 @@ var Names = []string{Zstd, Gzip, LZ4, Snappy}
 
 // ErrUnknown is returned for a codec name this package does not know.
 var ErrUnknown = errors.New("unknown codec")
+
+// ErrCorrupt is returned by Decode when the input does not decode, or decodes to
+// more or fewer bytes than expected.
+var ErrCorrupt = errors.New("payload does not decode to the expected bytes")
 
 // Known reports whether name is a codec that compresses (not "none").
 func Known(name string) bool {
@@ -85,28 +90,29 @@ func Encode(name string, src []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w %q (known: none, zstd, gzip, lz4, snappy)", ErrUnknown, name)
 }
 
-// Decode decompresses src, which must decode to exactly size bytes.
+// Decode decompresses src, which must decode to exactly size bytes. Every
+// failure wraps ErrUnknown or ErrCorrupt.
 func Decode(name string, src []byte, size int64) ([]byte, error) {
 	if size < 0 {
-		return nil, fmt.Errorf("codec %s: negative expected size %d", name, size)
+		return nil, fmt.Errorf("%w: codec %s: negative expected size %d", ErrCorrupt, name, size)
 	}
 	var r io.Reader
 	switch name {
 	case Zstd:
 		// A frame header may declare its size; refuse before allocating.
 		if h := (zstd.Header{}); h.Decode(src) == nil && h.HasFCS && h.FrameContentSize != uint64(size) {
-			return nil, fmt.Errorf("codec zstd: frame holds %d bytes, expected %d", h.FrameContentSize, size)
+			return nil, fmt.Errorf("%w: codec zstd: frame holds %d bytes, expected %d", ErrCorrupt, h.FrameContentSize, size)
 		}
 		dec, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(size)+1<<20))
 		if err != nil {
-			return nil, fmt.Errorf("codec zstd: %w", err)
+			return nil, fmt.Errorf("%w: codec zstd: %v", ErrCorrupt, err)
 		}
 		defer dec.Close()
 		r = dec
 	case Gzip:
 		zr, err := gzip.NewReader(bytes.NewReader(src))
 		if err != nil {
-			return nil, fmt.Errorf("codec gzip: %w", err)
+			return nil, fmt.Errorf("%w: codec gzip: %v", ErrCorrupt, err)
 		}
 		r = zr
 	case LZ4:
@@ -114,26 +120,56 @@ func Decode(name string, src []byte, size int64) ([]byte, error) {
 	case Snappy:
 		n, err := snappy.DecodedLen(src)
 		if err != nil {
-			return nil, fmt.Errorf("codec snappy: %w", err)
+			return nil, fmt.Errorf("%w: codec snappy: %v", ErrCorrupt, err)
 		}
 		if int64(n) != size {
-			return nil, fmt.Errorf("codec snappy: block holds %d bytes, expected %d", n, size)
+			return nil, fmt.Errorf("%w: codec snappy: block holds %d bytes, expected %d", ErrCorrupt, n, size)
 		}
 		out, err := snappy.Decode(nil, src)
 		if err != nil {
-			return nil, fmt.Errorf("codec snappy: %w", err)
+			return nil, fmt.Errorf("%w: codec snappy: %v", ErrCorrupt, err)
 		}
 		return out, nil
 	default:
 		return nil, fmt.Errorf("%w %q (known: none, zstd, gzip, lz4, snappy)", ErrUnknown, name)
 	}
-	out := bytes.NewBuffer(make([]byte, 0, size))
-	n, err := io.Copy(out, io.LimitReader(r, size+1))
+	out, err := readBounded(r, len(src), size)
 	if err != nil {
-		return nil, fmt.Errorf("codec %s: %w", name, err)
+		return nil, fmt.Errorf("%w: codec %s: %v", ErrCorrupt, name, err)
 	}
-	if n != size {
-		return nil, fmt.Errorf("codec %s: decodes to more or fewer bytes than the %d expected", name, size)
+	return out, nil
+}
+
+// readBounded reads exactly size bytes from r, the decoder of srcLen input
+// bytes. It starts from a buffer fit for a generous compression ratio, not the
+// claimed size, and grows it fourfold as output arrives (so what it allocates
+// stays within a small factor of what the input really decodes to), never
+// past size+1 bytes (the one more that shows the output is too long).
+func readBounded(r io.Reader, srcLen int, size int64) ([]byte, error) {
+	buf := make([]byte, 0, min(size+1, max(int64(srcLen)*8, 64<<10)))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > size {
+				break
+			}
+			grown := make([]byte, len(buf), min(size+1, 4*int64(cap(buf))))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return out.Bytes(), nil
+	if int64(len(buf)) != size {
+		if int64(len(buf)) > size {
+			return nil, fmt.Errorf("decodes to more than the %d bytes expected", size)
+		}
+		return nil, fmt.Errorf("decodes to %d bytes, %d expected", len(buf), size)
+	}
+	return buf, nil
 }

@@ -149,7 +149,7 @@ func (s *instrumentedStore) Put(ctx context.Context, key string, value []byte, m
 	return s.Store.Put(ctx, key, value, meta)
 }
 
-func (s *instrumentedStore) Get(ctx context.Context, key string) ([]byte, error) {
+func (s *instrumentedStore) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	defer s.observe("get", time.Now())
-	return s.Store.Get(ctx, key)
+	return s.Store.Get(ctx, key, limit)
 }

@@ -63,18 +63,18 @@ type Pointer struct {
 
 // wire is the JSON shape, with the version first.
 type wire struct {
-	V          int     `json:"v"`
-	Store      *string `json:"store"`
-	Key        *string `json:"key"`
-	Size       *int64  `json:"size"`
-	SHA256     *string `json:"sha256"`
-	Codec      *string `json:"codec"`
-	StoredSize *int64  `json:"stored_size"`
+	V          int    `json:"v"`
+	Store      string `json:"store"`
+	Key        string `json:"key"`
+	Size       int64  `json:"size"`
+	SHA256     string `json:"sha256"`
+	Codec      string `json:"codec"`
+	StoredSize int64  `json:"stored_size"`
 }
 
 // Encode returns the pointer's JSON value.
 func (p Pointer) Encode() []byte {
-	b, err := json.Marshal(wire{V: 1, Store: &p.Store, Key: &p.Key, Size: &p.Size, SHA256: &p.SHA256, Codec: &p.Codec, StoredSize: &p.StoredSize})
+	b, err := json.Marshal(wire{V: 1, Store: p.Store, Key: p.Key, Size: p.Size, SHA256: p.SHA256, Codec: p.Codec, StoredSize: p.StoredSize})
 	if err != nil {
 		panic("pointer: encoding a struct of strings and integers failed: " + err.Error())
 	}
@@ -87,43 +87,69 @@ var ErrMalformed = errors.New("malformed pointer")
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// Decode parses and checks a pointer value: exactly the v1 fields, each of the
-// right type, version 1, a 64-character lowercase hex SHA-256, non-negative sizes.
-// It does not check the key against a store's rules or the codec against the
-// codecs a reader knows; resolvers do that.
+// members are the v1 members, exactly as spelled (encoding/json would match
+// "STORE" to "store"), each with the Go type its JSON value must decode into.
+func members(v *int, p *Pointer) map[string]any {
+	return map[string]any{"v": v, "store": &p.Store, "key": &p.Key, "size": &p.Size,
+		"sha256": &p.SHA256, "codec": &p.Codec, "stored_size": &p.StoredSize}
+}
+
+// Decode parses and checks a pointer value: exactly the seven v1 members, each
+// once and spelled exactly, of the right type, version 1, a 64-character
+// lowercase hex SHA-256, non-negative sizes. It does not check the key against
+// a store's rules or the codec against the codecs a reader knows; resolvers do
+// that.
 func Decode(value []byte) (Pointer, error) {
 	if len(value) > MaxEncodedSize {
 		return Pointer{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(value), MaxEncodedSize)
 	}
+	var p Pointer
+	var v int
+	targets := members(&v, &p)
 	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.DisallowUnknownFields()
-	var w wire
-	if err := dec.Decode(&w); err != nil {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return Pointer{}, fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return Pointer{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		name, _ := tok.(string)
+		target, known := targets[name]
+		switch {
+		case !known:
+			return Pointer{}, fmt.Errorf("%w: unknown member %q", ErrMalformed, cut(name))
+		case seen[name]:
+			return Pointer{}, fmt.Errorf("%w: member %q appears twice", ErrMalformed, name)
+		}
+		seen[name] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return Pointer{}, fmt.Errorf("%w: member %q: %v", ErrMalformed, name, err)
+		}
+		if string(raw) == "null" {
+			return Pointer{}, fmt.Errorf("%w: member %q is null", ErrMalformed, name)
+		}
+		if err := json.Unmarshal(raw, target); err != nil {
+			return Pointer{}, fmt.Errorf("%w: member %q: %v", ErrMalformed, name, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
 		return Pointer{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Pointer{}, fmt.Errorf("%w: data after the JSON object", ErrMalformed)
 	}
-	if w.V != 1 {
-		return Pointer{}, fmt.Errorf("%w: version %d, this reader knows version 1", ErrMalformed, w.V)
+	for _, name := range []string{"v", "store", "key", "size", "sha256", "codec", "stored_size"} {
+		if !seen[name] {
+			return Pointer{}, fmt.Errorf("%w: member %q is missing", ErrMalformed, name)
+		}
 	}
-	missing := func(field string) error { return fmt.Errorf("%w: field %q is missing", ErrMalformed, field) }
 	switch {
-	case w.Store == nil:
-		return Pointer{}, missing("store")
-	case w.Key == nil:
-		return Pointer{}, missing("key")
-	case w.Size == nil:
-		return Pointer{}, missing("size")
-	case w.SHA256 == nil:
-		return Pointer{}, missing("sha256")
-	case w.Codec == nil:
-		return Pointer{}, missing("codec")
-	case w.StoredSize == nil:
-		return Pointer{}, missing("stored_size")
-	}
-	p := Pointer{Store: *w.Store, Key: *w.Key, Size: *w.Size, SHA256: *w.SHA256, Codec: *w.Codec, StoredSize: *w.StoredSize}
-	switch {
+	case v != 1:
+		return Pointer{}, fmt.Errorf("%w: version %d, this reader knows version 1", ErrMalformed, v)
 	case p.Store == "":
 		return Pointer{}, fmt.Errorf("%w: empty store", ErrMalformed)
 	case p.Key == "":
@@ -140,12 +166,39 @@ func Decode(value []byte) (Pointer, error) {
 	return p, nil
 }
 
+// cut shortens a forged member name for an error message.
+func cut(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
 // Digest returns the lowercase hex SHA-256 of a digest, as Pointer.SHA256 holds it.
 func Digest(sum [32]byte) string { return hex.EncodeToString(sum[:]) }
 
-// IsPointer reports whether a record's headers mark it as a v1 pointer record.
-// header returns the value of the last header with the given name.
+// ErrUnknownVersion is returned by CheckVersion for a record marked as a
+// pointer of a version this reader does not know (anything but exactly "v1").
+var ErrUnknownVersion = errors.New("unknown pointer version")
+
+// IsPointer reports whether a record's headers mark it as a pointer record:
+// it carries the header offloader-pointer, whatever its value. header returns
+// the value of the last header with the given name. Such a record is never an
+// ordinary value: CheckVersion says whether this reader can resolve it.
 func IsPointer(header func(name string) ([]byte, bool)) bool {
+	_, ok := header(HeaderPointer)
+	return ok
+}
+
+// CheckVersion returns nil when the record's last offloader-pointer header is
+// exactly "v1", and an ErrUnknownVersion error otherwise.
+func CheckVersion(header func(name string) ([]byte, bool)) error {
 	v, ok := header(HeaderPointer)
-	return ok && string(v) == Version1
+	if ok && string(v) == Version1 {
+		return nil
+	}
+	if len(v) > 16 {
+		v = append(v[:16:16], "..."...)
+	}
+	return fmt.Errorf("%w %q: this reader knows %q", ErrUnknownVersion, v, Version1)
 }

@@ -1,12 +1,14 @@
 package resolver
 
 import (
+	"bytes"
 	"container/list"
 	"sync"
 )
 
 // cache is a least-recently-used cache of payloads bounded by their total bytes.
-// A nil cache holds nothing.
+// A nil cache holds nothing. It keeps its own copy of each value and hands out
+// copies, so a caller that changes a result cannot change the next one.
 type cache struct {
 	mu    sync.Mutex
 	limit int64
@@ -35,7 +37,7 @@ func (c *cache) get(key string) ([]byte, bool) {
 		return nil, false
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*entry).value, true
+	return bytes.Clone(e.Value.(*entry).value), true
 }
 
 func (c *cache) put(key string, value []byte) {
@@ -47,7 +49,7 @@ func (c *cache) put(key string, value []byte) {
 	if _, ok := c.items[key]; ok {
 		return
 	}
-	c.items[key] = c.order.PushFront(&entry{key: key, value: value})
+	c.items[key] = c.order.PushFront(&entry{key: key, value: bytes.Clone(value)})
 	c.size += int64(len(value))
 	for c.size > c.limit {
 		last := c.order.Back()

@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pointer"
@@ -39,6 +38,11 @@ var (
 	ErrTooLarge = errors.New("payload too large")
 	// ErrUnavailable: the store did not answer; retrying may help.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrUnknownVersion: the record is marked as a pointer of a version this
+	// reader does not know (the offloader-pointer header is not exactly "v1").
+	ErrUnknownVersion = pointer.ErrUnknownVersion
+	// ErrStoreRefused: the store refused the read for good (permissions, say).
+	ErrStoreRefused = errors.New("store refused the read")
 )
 
 // NotFound is what to do when a pointer's object is missing (KIP-1159 discusses
@@ -107,7 +111,8 @@ type Result struct {
 	Skipped bool
 }
 
-// Resolve returns the original value of a record.
+// Resolve returns the original value of a record. Every error wraps one of
+// the package's sentinel errors.
 func (r *Resolver) Resolve(ctx context.Context, value []byte, header func(name string) ([]byte, bool)) (Result, error) {
 	if pointer.IsPointer(header) {
 		return r.ResolvePointer(ctx, value, header)
@@ -117,11 +122,13 @@ func (r *Resolver) Resolve(ctx context.Context, value []byte, header func(name s
 		return Result{Value: value}, nil
 	}
 	raw, _ := header(pointer.HeaderInlineSize)
-	size, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || size < 0 {
-		return Result{}, fmt.Errorf("%w: header %s is %q", ErrMalformed, pointer.HeaderInlineSize, raw)
-	}
-	if size > r.opts.MaxSize {
+	size, ok := decimal(raw)
+	switch {
+	case !ok:
+		return Result{}, fmt.Errorf("%w: header %s is %q, not a decimal size", ErrMalformed, pointer.HeaderInlineSize, cut(raw))
+	case !codec.Known(string(name)):
+		return Result{}, fmt.Errorf("%w: header %s names unknown codec %q", ErrMalformed, pointer.HeaderInlineCodec, cut(name))
+	case size > r.opts.MaxSize:
 		return Result{}, fmt.Errorf("%w: inline value of %d bytes, MaxSize %d", ErrTooLarge, size, r.opts.MaxSize)
 	}
 	out, err := codec.Decode(string(name), value, size)
@@ -131,10 +138,39 @@ func (r *Resolver) Resolve(ctx context.Context, value []byte, header func(name s
 	return Result{Value: out, Codec: string(name)}, nil
 }
 
-// ResolvePointer resolves a record that must be a pointer.
+// decimal parses a size written as ASCII digits only (no sign, no spaces),
+// at most 18 of them.
+func decimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// cut shortens a forged header value for an error message.
+func cut(b []byte) string {
+	if len(b) > 32 {
+		return string(b[:32]) + "..."
+	}
+	return string(b)
+}
+
+// ResolvePointer resolves a record that must be a pointer. The object is read
+// through a limit of the pointer's stored_size, so a forged pointer costs no
+// more memory than it claims, and that claim is bounded by MaxSize first.
 func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func(name string) ([]byte, bool)) (Result, error) {
 	if !pointer.IsPointer(header) {
 		return Result{}, ErrNotPointer
+	}
+	if err := pointer.CheckVersion(header); err != nil {
+		return Result{}, err
 	}
 	p, err := pointer.Decode(value)
 	if err != nil {
@@ -155,7 +191,7 @@ func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func
 	if v, ok := r.cache.get(cacheKey); ok {
 		return Result{Value: v, Pointer: &p}, nil
 	}
-	stored, err := store.Get(ctx, p.Key)
+	stored, err := store.Get(ctx, p.Key, p.StoredSize)
 	switch {
 	case errors.Is(err, stores.ErrNotFound):
 		switch r.opts.NotFound {
@@ -165,10 +201,12 @@ func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func
 			return Result{Value: value, Pointer: &p}, nil
 		}
 		return Result{}, fmt.Errorf("store %q key %s: %w", p.Store, p.Key, ErrNotFound)
+	case errors.Is(err, stores.ErrOverLimit):
+		return Result{}, fmt.Errorf("%w: object %s holds more than the %d bytes of stored_size", ErrChecksum, p.Key, p.StoredSize)
 	case stores.IsRetryable(err):
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
-		return Result{}, err
+		return Result{}, fmt.Errorf("%w: %w", ErrStoreRefused, err)
 	}
 	if int64(len(stored)) != p.StoredSize {
 		return Result{}, fmt.Errorf("%w: object %s holds %d bytes, stored_size is %d", ErrChecksum, p.Key, len(stored), p.StoredSize)

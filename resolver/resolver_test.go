@@ -137,7 +137,7 @@ func TestNotFoundPolicies(t *testing.T) {
 
 type unavailable struct{ stores.Store }
 
-func (unavailable) Get(context.Context, string) ([]byte, error) {
+func (unavailable) Get(context.Context, string, int64) ([]byte, error) {
 	return nil, &stores.Error{Store: "disk", Op: "get", Kind: stores.Retryable, Err: errors.New("connection refused")}
 }
 

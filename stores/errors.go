@@ -13,6 +13,14 @@ var ErrNotFound = errors.New("object not found")
 // backend cannot represent (empty, absolute, `..` segments, control characters).
 var ErrInvalidKey = errors.New("invalid object key")
 
+// ErrOverLimit is returned by Get when the object holds more bytes than the
+// caller's limit; nothing of it was read.
+var ErrOverLimit = errors.New("object is larger than the read limit")
+
+// ErrOwnedByOther is returned by Put when an object under the key was written
+// for another owner (see MetaOwner); that object is left as it was.
+var ErrOwnedByOther = errors.New("object under this key belongs to another record")
+
 // Kind classifies a store failure for the caller's decision: retry, skip or give up.
 type Kind int
 

@@ -6,25 +6,36 @@
 //	import _ "github.com/offloader/offloader/stores/filesystem"
 //
 //	store, err := stores.Open(ctx, "local", "filesystem", cfg)
-//	err = store.Put(ctx, "orders/orders.raw/0/42", payload, stores.Metadata{"pipeline": "orders"})
+//	err = store.Put(ctx, "orders/orders.raw/0/42", payload, stores.Metadata{stores.MetaOwner: "orders.raw/0/42"})
+//	value, err := store.Get(ctx, "orders/orders.raw/0/42", int64(len(payload)))
 package stores
 
 import (
 	"context"
 	"io"
+	"strconv"
 )
 
 // Store holds payloads under keys. Keys are slash-separated relative paths made of
 // the characters allowed by ValidateKey. Implementations are safe for concurrent use.
 //
-// Put overwrites: offloader derives keys deterministically from the source record,
-// so re-running an aborted transaction writes the same object again rather than
-// leaving an orphan behind.
+// Put overwrites an object written for the same owner: offloader derives keys
+// deterministically from the source record, so re-running an aborted
+// transaction writes the same object again rather than leaving an orphan
+// behind. It never overwrites an object whose metadata names another owner.
+//
+// Get is bounded by the caller's limit before anything is read: a key comes
+// from a pointer, which anyone who may write to a topic can forge, and must not
+// make the reader hold more than the pointer claims.
 type Store interface {
-	// Put stores value under key, replacing what was there.
+	// Put stores value under key. An object already there is replaced when it
+	// names no owner (MetaOwner) or the same owner as meta; one that names
+	// another owner is kept and Put fails with ErrOwnedByOther.
 	Put(ctx context.Context, key string, value []byte, meta Metadata) error
-	// Get returns the whole object. A missing object is ErrNotFound.
-	Get(ctx context.Context, key string) ([]byte, error)
+	// Get returns the whole object if it holds at most limit bytes. A missing
+	// object is ErrNotFound; a larger one is ErrOverLimit, found before its
+	// bytes are read.
+	Get(ctx context.Context, key string, limit int64) ([]byte, error)
 	// Stat returns the object's size without reading it. A missing object is ErrNotFound.
 	Stat(ctx context.Context, key string) (Info, error)
 	// Delete removes the object; deleting a missing object is not an error.
@@ -32,10 +43,28 @@ type Store interface {
 	io.Closer
 }
 
-// Metadata is stored beside an object where the backend supports it (source topic,
-// partition, offset, pipeline name). Keys are lower-case ASCII letters, digits and
-// underscores so that every backend can keep them.
+// Metadata is stored beside an object (source topic, partition, offset, pipeline
+// name, owner). Keys are lower-case ASCII letters, digits and underscores and
+// values printable ASCII, so that every backend can keep them.
 type Metadata map[string]string
+
+// MetaOwner is the metadata key naming whose object it is, such as the source
+// coordinates "orders.raw/3/1207". An object with an owner is only ever
+// replaced by a Put for the same owner.
+const MetaOwner = "owner"
+
+// Owner is the MetaOwner value of an object written for the record at these
+// source coordinates.
+func Owner(topic string, partition int32, offset int64) string {
+	return topic + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(offset, 10)
+}
+
+// MayReplace reports whether an object whose metadata is existing may be
+// replaced by a Put with meta: it names no owner, or the same one.
+func MayReplace(existing, meta Metadata) bool {
+	owner := existing[MetaOwner]
+	return owner == "" || owner == meta[MetaOwner]
+}
 
 // Info describes a stored object.
 type Info struct {

@@ -209,6 +209,11 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 		"source_offset":    strconv.FormatInt(r.Offset, 10),
 		"pipeline":         o.pipeline,
 	}
+	if o.keyMode == KeyBySourceOffset {
+		// The object is this record's alone: no other record's Put may
+		// replace it (a content-hash object is anyone's with that content).
+		meta[stores.MetaOwner] = stores.Owner(r.Topic, r.Partition, r.Offset)
+	}
 	err := o.retry.Do(ctx, func(ctx context.Context) error {
 		return o.store.Put(ctx, key, stored, meta)
 	})

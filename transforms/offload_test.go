@@ -36,14 +36,17 @@ func (m *memStore) Put(_ context.Context, key string, value []byte, _ stores.Met
 	return nil
 }
 
-func (m *memStore) Get(_ context.Context, key string) ([]byte, error) {
+func (m *memStore) Get(_ context.Context, key string, limit int64) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.objects[key]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, stores.ErrNotFound
+	case int64(len(v)) > limit:
+		return nil, stores.ErrOverLimit
 	}
-	return v, nil
+	return append([]byte(nil), v...), nil
 }
 
 func (m *memStore) Stat(context.Context, string) (stores.Info, error) { return stores.Info{}, nil }

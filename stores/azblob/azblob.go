@@ -21,11 +21,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -186,27 +188,66 @@ func toMetadata(meta stores.Metadata) map[string]*string {
 	return out
 }
 
-// Put uploads value, replacing an existing blob.
+// Put uploads value. It first creates the blob only if none exists (one
+// request in the usual case); when one does, it replaces it only if its
+// metadata names no other owner, conditioned on the ETag it checked.
 func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.Metadata) error {
 	if err := stores.ValidateKey(key); err != nil {
 		return s.invalid("put", key, err)
 	}
 	bb := s.container.NewBlockBlobClient(key)
-	if int64(len(value)) <= int64(s.cfg.SinglePutMax) {
-		body := streaming.NopCloser(bytes.NewReader(value))
-		if _, err := bb.Upload(ctx, body, &blockblob.UploadOptions{Metadata: toMetadata(meta)}); err != nil {
+	var ids []string // staged blocks, for a value over single_put_max
+	if int64(len(value)) > int64(s.cfg.SinglePutMax) {
+		var err error
+		if ids, err = s.stageBlocks(ctx, bb, key, value); err != nil {
+			return err
+		}
+	}
+	cond := &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}}
+	for attempt := 0; ; attempt++ {
+		err := s.upload(ctx, bb, value, ids, meta, cond)
+		if err == nil {
+			return nil
+		}
+		conflict := bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet)
+		if !conflict || attempt == 3 {
 			return s.fail("put", key, err)
 		}
-		return nil
+		// A blob is there: replace it only if it is this owner's (or names
+		// none), and only if it is still the blob just checked.
+		props, err := bb.GetProperties(ctx, nil)
+		if bloberror.HasCode(err, bloberror.BlobNotFound) {
+			continue // deleted meanwhile: create it again
+		}
+		if err != nil {
+			return s.fail("put", key, err)
+		}
+		existing := fromMetadata(props.Metadata)
+		if !stores.MayReplace(existing, meta) {
+			return s.invalid("put", key, fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner]))
+		}
+		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}
 	}
-	return s.putBlocks(ctx, bb, key, value, meta)
 }
 
-func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string, value []byte, meta stores.Metadata) error {
+// upload writes value as one Put Blob, or commits the staged blocks ids.
+func (s *Store) upload(ctx context.Context, bb *blockblob.Client, value []byte, ids []string, meta stores.Metadata, cond *blob.AccessConditions) error {
+	if ids == nil {
+		body := streaming.NopCloser(bytes.NewReader(value))
+		_, err := bb.Upload(ctx, body, &blockblob.UploadOptions{Metadata: toMetadata(meta), AccessConditions: cond})
+		return err
+	}
+	_, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: toMetadata(meta), AccessConditions: cond})
+	return err
+}
+
+// stageBlocks uploads value in blocks of block_size, concurrency at a time,
+// and returns their IDs for CommitBlockList.
+func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, key string, value []byte) ([]string, error) {
 	blockSize := int(s.cfg.BlockSize)
 	n := (len(value) + blockSize - 1) / blockSize
 	if n > maxBlocks {
-		return s.invalid("put", key, fmt.Errorf("%d bytes need %d blocks of %s, more than the %d a blob may have: raise block_size", len(value), n, s.cfg.BlockSize, maxBlocks))
+		return nil, s.invalid("put", key, fmt.Errorf("%d bytes need %d blocks of %s, more than the %d a blob may have: raise block_size", len(value), n, s.cfg.BlockSize, maxBlocks))
 	}
 	ids := make([]string, n)
 	g, gctx := errgroup.WithContext(ctx)
@@ -221,16 +262,27 @@ func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string,
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return s.fail("put", key, err)
+		return nil, s.fail("put", key, err)
 	}
-	if _, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: toMetadata(meta)}); err != nil {
-		return s.fail("put", key, err)
-	}
-	return nil
+	return ids, nil
 }
 
-// Get downloads the whole blob, resuming the body on transient read errors.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+// fromMetadata returns a blob's metadata with lower-case keys (Azurite and the
+// service capitalise them on the way back).
+func fromMetadata(m map[string]*string) stores.Metadata {
+	out := make(stores.Metadata, len(m))
+	for k, v := range m {
+		if v != nil {
+			out[strings.ToLower(k)] = *v
+		}
+	}
+	return out
+}
+
+// Get downloads the whole blob, if it holds at most limit bytes, resuming the
+// body on transient read errors. A larger blob is refused from its
+// Content-Length, before its body is read.
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := stores.ValidateKey(key); err != nil {
 		return nil, s.invalid("get", key, err)
 	}
@@ -240,13 +292,20 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	body := resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: int32(s.cfg.MaxRetries)})
 	defer body.Close()
-	size := int64(0)
-	if resp.ContentLength != nil {
-		size = *resp.ContentLength
+	if resp.ContentLength == nil || *resp.ContentLength < 0 {
+		return nil, s.fail("get", key, errors.New("the service sent no Content-Length"))
+	}
+	size := *resp.ContentLength
+	if size > limit {
+		return nil, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := io.Copy(buf, body); err != nil {
+	n, err := io.Copy(buf, io.LimitReader(body, size+1))
+	if err != nil {
 		return nil, s.fail("get", key, err)
+	}
+	if n != size {
+		return nil, s.fail("get", key, fmt.Errorf("the body held %d bytes, Content-Length said %d", n, size))
 	}
 	return buf.Bytes(), nil
 }

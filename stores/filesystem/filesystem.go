@@ -6,15 +6,29 @@
 //	  local:
 //	    type: filesystem
 //	    root: /var/lib/offloader/payloads
+//
+// The store never leaves its root: writes go through an os.Root, and reads
+// open the object beneath the root without following any symbolic link
+// (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS on Linux). Only regular
+// files are objects; a symlink, directory, FIFO or device under a key reads as
+// "not found", with nothing said about what is there. An object's metadata
+// (its owner, see stores.MetaOwner) is kept in a JSON file of the same key
+// under <root>/.offloader-meta/.
 package filesystem
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
@@ -48,23 +62,45 @@ func init() {
 	})
 }
 
+// metaDir holds the objects' metadata files; no key may start with it.
+const metaDir = ".offloader-meta"
+
+// readChunk is how much Get reads between checks of its context.
+const readChunk = 1 << 20
+
+// errNoObject is what every read of something that is not an object under the
+// root says: missing, a symlink, a directory, a FIFO. It tells nothing more.
+var errNoObject = fmt.Errorf("no object under this key: %w", fs.ErrNotExist)
+
 // Store is a filesystem payload store.
 type Store struct {
 	name string
-	root string
 	cfg  Config
+	// root confines writes; dir (the same directory) is what reads open
+	// objects beneath.
+	root *os.Root
+	dir  *os.File
 }
 
 // Open creates the root directory if needed and returns the store.
 func Open(name string, cfg Config) (*Store, error) {
-	root, err := filepath.Abs(cfg.Root)
+	abs, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("store %q: root %q: %w", name, cfg.Root, err)
 	}
-	if err := os.MkdirAll(root, fs.FileMode(cfg.DirMode)); err != nil {
+	if err := os.MkdirAll(abs, fs.FileMode(cfg.DirMode)); err != nil {
 		return nil, fmt.Errorf("store %q: creating root: %w", name, err)
 	}
-	return &Store{name: name, root: root, cfg: cfg}, nil
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("store %q: opening root: %w", name, err)
+	}
+	dir, err := os.Open(abs)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("store %q: opening root: %w", name, err)
+	}
+	return &Store{name: name, cfg: cfg, root: root, dir: dir}, nil
 }
 
 func (s *Store) fail(op, key string, err error) error {
@@ -78,79 +114,169 @@ func (s *Store) fail(op, key string, err error) error {
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
 }
 
-// path maps a key to a file below the root, refusing keys that would leave it.
-func (s *Store) path(op, key string) (string, error) {
-	if err := stores.ValidateKey(key); err != nil {
-		return "", &stores.Error{Store: s.name, Op: op, Key: key, Kind: stores.Permanent, Err: err}
+// check refuses keys that would leave the root or reach the metadata.
+func (s *Store) check(op, key string) error {
+	err := stores.ValidateKey(key)
+	if err == nil && (key == metaDir || strings.HasPrefix(key, metaDir+"/")) {
+		err = fmt.Errorf("%w: %q is inside the store's metadata directory %s", stores.ErrInvalidKey, key, metaDir)
 	}
-	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+	if err != nil {
+		return &stores.Error{Store: s.name, Op: op, Key: key, Kind: stores.Permanent, Err: err}
+	}
+	return nil
 }
 
+func metaPath(key string) string { return metaDir + "/" + key + ".json" }
+
 // Put writes value atomically: readers see the old object or the whole new one.
-func (s *Store) Put(ctx context.Context, key string, value []byte, _ stores.Metadata) error {
+// The metadata is written first, so an object never exists without its owner.
+func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.Metadata) error {
 	if err := ctx.Err(); err != nil {
 		return s.fail("put", key, err)
 	}
-	path, err := s.path("put", key)
-	if err != nil {
+	if err := s.check("put", key); err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, fs.FileMode(s.cfg.DirMode)); err != nil {
+	existing, err := s.readMeta(key)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.fail("put", key, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".put-*")
-	if err != nil {
+	if !stores.MayReplace(existing, meta) {
+		return s.fail("put", key, fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner]))
+	}
+	if len(meta) > 0 {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return s.fail("put", key, err)
+		}
+		if err := s.writeAtomic(metaPath(key), b); err != nil {
+			return s.fail("put", key, err)
+		}
+	}
+	if err := s.writeAtomic(key, value); err != nil {
 		return s.fail("put", key, err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to name (relative to the root) through a temporary
+// file that is synced and renamed into place, then syncs the directory.
+func (s *Store) writeAtomic(name string, data []byte) error {
+	dir := path.Dir(name)
+	if err := s.root.MkdirAll(dir, fs.FileMode(s.cfg.DirMode)); err != nil {
+		return err
+	}
+	var suffix [8]byte
+	rand.Read(suffix[:])
+	tmpName := path.Join(dir, ".put-"+hex.EncodeToString(suffix[:]))
+	tmp, err := s.root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(s.cfg.FileMode))
+	if err != nil {
+		return err
 	}
 	committed := false
 	defer func() {
 		if !committed {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			s.root.Remove(tmpName)
 		}
 	}()
-	if _, err := tmp.Write(value); err != nil {
-		return s.fail("put", key, err)
+	if _, err := tmp.Write(data); err != nil {
+		return err
 	}
-	if err := tmp.Chmod(fs.FileMode(s.cfg.FileMode)); err != nil {
-		return s.fail("put", key, err)
+	if err := tmp.Chmod(fs.FileMode(s.cfg.FileMode)); err != nil { // the umask narrowed OpenFile's mode
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		return s.fail("put", key, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return s.fail("put", key, err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return s.fail("put", key, err)
+	if err := s.root.Rename(tmpName, name); err != nil {
+		return err
 	}
 	committed = true
 	// The rename is durable only once the directory entry is.
-	if d, err := os.Open(dir); err == nil {
-		syncErr := d.Sync()
-		d.Close()
-		if syncErr != nil {
-			return s.fail("put", key, syncErr)
-		}
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer d.Close()
+	return d.Sync()
 }
 
-// Get reads the whole object.
-func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, s.fail("get", key, err)
-	}
-	path, err := s.path("get", key)
+// readMeta returns the metadata stored for key (fs.ErrNotExist when none is).
+func (s *Store) readMeta(key string) (stores.Metadata, error) {
+	f, size, err := s.open(metaPath(key))
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
+	defer f.Close()
+	if size > 64<<10 {
+		return nil, fmt.Errorf("the metadata file of this key is over 64 KiB: not written by offloader")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size))
+	if err != nil {
+		return nil, err
+	}
+	var meta stores.Metadata
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, fmt.Errorf("the metadata file of this key is not valid: %w", err)
+	}
+	return meta, nil
+}
+
+// open opens the regular file name beneath the root without following
+// symlinks, and returns it with its size.
+func (s *Store) open(name string) (*os.File, int64, error) {
+	f, err := openBeneath(s.dir, s.root, name)
+	if err != nil {
+		return nil, 0, errNoObject
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, errNoObject
+	}
+	return f, fi.Size(), nil
+}
+
+// Get reads the whole object, if it holds at most limit bytes.
+func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	if err := s.check("get", key); err != nil {
+		return nil, err
+	}
+	f, size, err := s.open(key)
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	return b, nil
+	defer f.Close()
+	if size > limit {
+		return nil, s.fail("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
+	}
+	// One byte more than its size tells a file that changed while it was read.
+	buf := make([]byte, size+1)
+	n := 0
+	for n < len(buf) {
+		if err := ctx.Err(); err != nil {
+			return nil, s.fail("get", key, err)
+		}
+		m, err := f.Read(buf[n:min(len(buf), n+readChunk)])
+		n += m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, s.fail("get", key, err)
+		}
+	}
+	if int64(n) != size {
+		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the object changed while it was read")}
+	}
+	return buf[:n], nil
 }
 
 // Stat returns the object's size.
@@ -158,34 +284,35 @@ func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return stores.Info{}, s.fail("stat", key, err)
 	}
-	path, err := s.path("stat", key)
-	if err != nil {
+	if err := s.check("stat", key); err != nil {
 		return stores.Info{}, err
 	}
-	fi, err := os.Stat(path)
+	f, size, err := s.open(key)
 	if err != nil {
 		return stores.Info{}, s.fail("stat", key, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return stores.Info{}, s.fail("stat", key, fs.ErrNotExist)
-	}
-	return stores.Info{Size: fi.Size()}, nil
+	f.Close()
+	return stores.Info{Size: size}, nil
 }
 
-// Delete removes the object; a missing object is not an error.
+// Delete removes the object and its metadata; a missing object is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return s.fail("delete", key, err)
 	}
-	path, err := s.path("delete", key)
-	if err != nil {
+	if err := s.check("delete", key); err != nil {
 		return err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return s.fail("delete", key, err)
+	for _, name := range []string{key, metaPath(key)} {
+		if err := s.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return s.fail("delete", key, err)
+		}
 	}
 	return nil
 }
 
-// Close releases nothing; files are closed after each call.
-func (s *Store) Close() error { return nil }
+// Close releases the root directory.
+func (s *Store) Close() error {
+	s.dir.Close()
+	return s.root.Close()
+}

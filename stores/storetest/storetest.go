@@ -33,7 +33,7 @@ func Run(t *testing.T, s stores.Store) {
 			if err := s.Put(ctx, key, value, stores.Metadata{"source_topic": "t", "source_offset": "1"}); err != nil {
 				t.Fatalf("Put %d bytes: %v", size, err)
 			}
-			got, err := s.Get(ctx, key)
+			got, err := s.Get(ctx, key, int64(size))
 			if err != nil {
 				t.Fatalf("Get: %v", err)
 			}
@@ -54,13 +54,58 @@ func Run(t *testing.T, s stores.Store) {
 				t.Fatal(err)
 			}
 		}
-		if got, err := s.Get(ctx, key); err != nil || string(got) != "second" {
+		if got, err := s.Get(ctx, key, 100); err != nil || string(got) != "second" {
 			t.Fatalf("Get after overwrite = %q, %v", got, err)
 		}
 	})
 
+	t.Run("GetIsBoundedByItsLimit", func(t *testing.T) {
+		key := prefix + "/limit/0"
+		value := bytes.Repeat([]byte("x"), 4096)
+		if err := s.Put(ctx, key, value, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Get(ctx, key, 4095)
+		if !errors.Is(err, stores.ErrOverLimit) || stores.KindOf(err) != stores.Permanent {
+			t.Errorf("Get(limit 4095) of 4096 bytes = %v (kind %v), want a permanent ErrOverLimit", err, stores.KindOf(err))
+		}
+		if got, err := s.Get(ctx, key, 4096); err != nil || !bytes.Equal(got, value) {
+			t.Errorf("Get(limit 4096) of 4096 bytes = %d bytes, %v", len(got), err)
+		}
+	})
+
+	t.Run("PutNeverReplacesAnotherOwnersObject", func(t *testing.T) {
+		key := prefix + "/owned/0"
+		mine := stores.Metadata{stores.MetaOwner: "raw/0/4", "source_topic": "raw"}
+		if err := s.Put(ctx, key, []byte("victim payload"), mine); err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range []stores.Metadata{{stores.MetaOwner: "raw/0/5"}, nil} {
+			err := s.Put(ctx, key, []byte("attacker"), other)
+			if !errors.Is(err, stores.ErrOwnedByOther) || stores.KindOf(err) != stores.Permanent {
+				t.Errorf("Put by owner %q over raw/0/4's object = %v, want a permanent ErrOwnedByOther", other[stores.MetaOwner], err)
+			}
+		}
+		if got, err := s.Get(ctx, key, 100); err != nil || string(got) != "victim payload" {
+			t.Fatalf("the owner's object reads %q, %v after refused puts", got, err)
+		}
+		if err := s.Put(ctx, key, []byte("same owner again"), mine); err != nil {
+			t.Fatalf("Put by the same owner (a reprocessed record) = %v, want it replaced", err)
+		}
+		if got, _ := s.Get(ctx, key, 100); string(got) != "same owner again" {
+			t.Errorf("after the owner's second Put the object reads %q", got)
+		}
+		unowned := prefix + "/owned/1"
+		if err := s.Put(ctx, unowned, []byte("no owner"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, unowned, []byte("claimed"), mine); err != nil {
+			t.Errorf("Put over an object that names no owner = %v, want it replaced", err)
+		}
+	})
+
 	t.Run("MissingIsNotFound", func(t *testing.T) {
-		_, err := s.Get(ctx, prefix+"/missing")
+		_, err := s.Get(ctx, prefix+"/missing", 100)
 		if !errors.Is(err, stores.ErrNotFound) || stores.KindOf(err) != stores.NotFound {
 			t.Errorf("Get missing = %v (kind %v), want ErrNotFound", err, stores.KindOf(err))
 		}
@@ -79,7 +124,7 @@ func Run(t *testing.T, s stores.Store) {
 				t.Fatalf("Delete: %v", err)
 			}
 		}
-		if _, err := s.Get(ctx, key); !errors.Is(err, stores.ErrNotFound) {
+		if _, err := s.Get(ctx, key, 100); !errors.Is(err, stores.ErrNotFound) {
 			t.Errorf("Get after Delete = %v, want ErrNotFound", err)
 		}
 	})
@@ -90,7 +135,7 @@ func Run(t *testing.T, s stores.Store) {
 			if !errors.Is(err, stores.ErrInvalidKey) || stores.KindOf(err) != stores.Permanent {
 				t.Errorf("Put(%q) = %v, want a permanent ErrInvalidKey", key, err)
 			}
-			if _, err := s.Get(ctx, key); !errors.Is(err, stores.ErrInvalidKey) {
+			if _, err := s.Get(ctx, key, 100); !errors.Is(err, stores.ErrInvalidKey) {
 				t.Errorf("Get(%q) = %v, want ErrInvalidKey", key, err)
 			}
 		}
@@ -109,7 +154,7 @@ func Run(t *testing.T, s stores.Store) {
 					errs <- err
 					return
 				}
-				got, err := s.Get(ctx, key)
+				got, err := s.Get(ctx, key, int64(len(value)))
 				if err != nil || !bytes.Equal(got, value) {
 					errs <- fmt.Errorf("key %s: read back %d bytes, %v", key, len(got), err)
 				}
