@@ -33,6 +33,11 @@ const (
 	TooLarge Class = "record_too_large"
 	// Kafka: the broker or client failed; handled by the transaction's abort.
 	Kafka Class = "kafka"
+	// InvalidRetry: a record on a retry topic whose retry headers are missing
+	// or do not name a record of the pipeline's source topics. Only this
+	// pipeline writes there, so it was forged or corrupted: it goes to the
+	// dead-letter topic under its own coordinates, never to another tier.
+	InvalidRetry Class = "invalid_retry_headers"
 )
 
 // ErrKafka marks Kafka failures (the run loop wraps them with it).
@@ -58,6 +63,8 @@ func Classify(err error) Class {
 	switch {
 	case errors.As(err, &tooLarge):
 		return TooLarge
+	case errors.Is(err, ErrInvalidRetry):
+		return InvalidRetry
 	case errors.Is(err, ErrKafka):
 		return Kafka
 	case errors.Is(err, stores.ErrNotFound):
@@ -77,10 +84,16 @@ func Classify(err error) Class {
 // dead-letter topic: retrying cannot help it.
 func (c Class) DeadLetters() bool {
 	switch c {
-	case StoreNotFound, PermanentStore, Transform, TooLarge:
+	case StoreNotFound, PermanentStore, Transform, TooLarge, InvalidRetry:
 		return true
 	}
 	return false
+}
+
+// Retries reports whether a record failing with this class may go to a retry
+// tier: not one too large for it, nor one whose retry headers are invalid.
+func (c Class) Retries() bool {
+	return c != TooLarge && c != InvalidRetry
 }
 
 // Header names, as Kafka Connect's dead-letter queue writes them where one exists.
@@ -171,11 +184,12 @@ var contextHeaders = map[string]bool{
 	HeaderRetryTopic: true, HeaderRetryPartition: true, HeaderRetryOffset: true,
 }
 
-// Attempts is how many times the record failed before (0 for a source record).
+// Attempts is how many times the record failed before (0 for a source record;
+// Intake.Admit has checked the header of a retry record).
 func Attempts(r *pipeline.Record) int {
 	v, _ := r.Header(HeaderRetryAttempts)
-	n, _ := strconv.Atoi(string(v))
-	return n
+	n, _ := decimal(v)
+	return int(n)
 }
 
 // Due is when a retry record may be processed; ok is false when r carries no
@@ -185,32 +199,11 @@ func Due(headers func(string) ([]byte, bool)) (due time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	ms, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
+	ms, ok := decimal(v)
+	if !ok {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(ms), true
-}
-
-// Original restores, on a record consumed from a retry topic, the source topic,
-// partition and offset it had (so offload keys and partitioning follow the
-// original) and returns it without the retry and error headers' effect on
-// identity; other records come back unchanged.
-func Original(r *pipeline.Record) *pipeline.Record {
-	t, ok := r.Header(HeaderRetryTopic)
-	if !ok {
-		return r
-	}
-	p, _ := r.Header(HeaderRetryPartition)
-	o, _ := r.Header(HeaderRetryOffset)
-	part, err1 := strconv.Atoi(string(p))
-	off, err2 := strconv.ParseInt(string(o), 10, 64)
-	if err1 != nil || err2 != nil {
-		return r
-	}
-	c := *r
-	c.Topic, c.Partition, c.Offset = string(t), int32(part), off
-	return &c
 }
 
 // RetryRecord returns the record for the next retry tier: the original record

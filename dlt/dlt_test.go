@@ -88,7 +88,11 @@ func TestRetryRecordRoundTrip(t *testing.T) {
 	// Consumed from the retry topic: its own position differs.
 	consumed := *first
 	consumed.Topic, consumed.Partition, consumed.Offset, consumed.Destination = "orders.retry-1", 0, 3, ""
-	orig := Original(&consumed)
+	intake := Intake{Sources: map[string]int{"orders": 8}, RetryTopics: map[string]bool{"orders.retry-1": true}}
+	orig, _, err := intake.Admit(&consumed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if orig.Topic != "orders" || orig.Partition != 4 || orig.Offset != 900 {
 		t.Fatalf("restored position %s/%d@%d", orig.Topic, orig.Partition, orig.Offset)
 	}
@@ -112,7 +116,7 @@ func TestRetryRecordRoundTrip(t *testing.T) {
 	if len(clean.Headers) != 1 || clean.Headers[0].Key != "trace" {
 		t.Errorf("Clean left %+v", clean.Headers)
 	}
-	if Clean(src) != src || Original(src) != src {
+	if admitted, stripped, err := intake.Admit(src); Clean(src) != src || admitted != src || stripped != 0 || err != nil {
 		t.Error("a source record changed")
 	}
 }

@@ -110,6 +110,18 @@ func (b *Batch) Add(r *Record) {
 	}
 }
 
+// AddFailed adds r as a record that failed before the chain with err: its
+// Result carries err if isolate accepts it; otherwise it breaks the batch.
+func (b *Batch) AddFailed(r *Record, err error) {
+	index := b.added
+	b.added++
+	b.slots = append(b.slots, slot{in: r, job: &job{index: index, in: r}})
+	if b.ctx.Err() != nil {
+		return
+	}
+	b.fail(b.slots[len(b.slots)-1].job, err)
+}
+
 func (b *Batch) worker() {
 	defer b.wg.Done()
 	for j := range b.work {

@@ -15,6 +15,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pointer"
@@ -138,20 +140,14 @@ func (r *Resolver) Resolve(ctx context.Context, value []byte, header func(name s
 	return Result{Value: out, Codec: string(name)}, nil
 }
 
-// decimal parses a size written as ASCII digits only (no sign, no spaces),
-// at most 18 of them.
+// decimal parses a size written as ASCII digits only (no sign, no spaces,
+// which strconv would take), at most 18 of them.
 func decimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
+	if len(b) == 0 || len(b) > 18 || strings.Trim(string(b), "0123456789") != "" {
 		return 0, false
 	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
 }
 
 // cut shortens a forged header value for an error message.

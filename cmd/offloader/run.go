@@ -204,6 +204,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		SlimLimit:         topology.SlimLimit(),
 		DeadLetterLimit:   topology.DeadLetterLimit(),
 		DeadLetterOffload: deadLetterOffload,
+		SourcePartitions:  topology.SourcePartitions,
 	})
 	if err != nil {
 		return err

@@ -96,6 +96,9 @@ type Options struct {
 	// DeadLetterOffload offloads the value of a dead-letter record over
 	// DeadLetterLimit (nil: the pipeline has no offload step).
 	DeadLetterOffload pipeline.Transform
+	// SourcePartitions are the source topics' partition counts, against
+	// which retry records' original coordinates are checked.
+	SourcePartitions map[string]int
 }
 
 // TransactionalID returns the pipeline's transactional.id: the configured one, or
@@ -148,6 +151,9 @@ type Runner struct {
 	forget  []string
 	msg     kafka.Message  // reused by produce
 	headers []kafka.Header // msg's headers, reused too
+	intake  dlt.Intake     // what a consumed record may claim about itself
+	// warnedReserved is set once a source record's retry headers were logged.
+	warnedReserved bool
 }
 
 // held is a retry partition paused until its next record is due.
@@ -257,8 +263,10 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	}
 	topics := append([]string(nil), r.p.Source.Topics...)
 	r.retryTier, r.held, r.failures = map[string]int{}, map[string]held{}, map[string]int{}
+	r.intake = dlt.Intake{Sources: r.opts.SourcePartitions, RetryTopics: map[string]bool{}}
 	for i, rt := range r.p.Errors.RetryTopics {
 		r.retryTier[rt.Topic] = i
+		r.intake.RetryTopics[rt.Topic] = true
 		topics = append(topics, rt.Topic)
 	}
 	if err := r.consumer.SubscribeTopics(topics, r.rebalance); err != nil {
@@ -354,7 +362,7 @@ func (r *Runner) pollOnce() error {
 		}
 		r.noteFirst(e.TopicPartition)
 		r.batchLen++
-		r.proc.Add(dlt.Original(toRecord(e)))
+		r.admit(toRecord(e))
 		r.batchBytes += len(e.Key) + len(e.Value)
 		r.m.RecordsIn.Inc()
 	case kafka.Error:
@@ -364,6 +372,27 @@ func (r *Runner) pollOnce() error {
 		r.log.Warn("consumer error", zap.Error(e))
 	}
 	return nil
+}
+
+// admit adds a consumed record to the batch as the intake lets it in: a
+// source record without retry headers, a retry record with its original
+// coordinates, or a retry record with invalid headers as a failure (to be
+// dead-lettered under its own coordinates).
+func (r *Runner) admit(rec *pipeline.Record) {
+	admitted, stripped, err := r.intake.Admit(rec)
+	if stripped > 0 {
+		r.m.ReservedHeaders.Add(float64(stripped))
+		if !r.warnedReserved {
+			r.warnedReserved = true
+			r.log.Warn("a source record carried retry headers: ignored and removed (only the pipeline's retry topics may carry them; offloader_reserved_headers_stripped_total counts them, and this is logged once)",
+				zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Int("headers", stripped))
+		}
+	}
+	if err != nil {
+		r.proc.AddFailed(admitted, err)
+		return
+	}
+	r.proc.Add(admitted)
 }
 
 // noteFirst keeps tp's offset if it is the first of its partition in the batch.
@@ -543,6 +572,12 @@ func (r *Runner) holdUntilDue(m *kafka.Message) (bool, error) {
 	if !ok || !time.Now().Before(due) {
 		return false, nil
 	}
+	// A due time is never further off than the tier's delay: a record
+	// written with a later one (forged, or a delay shortened since) must not
+	// hold its partition longer.
+	if latest := time.Now().Add(r.p.Errors.RetryTopics[r.retryTier[*m.TopicPartition.Topic]].Delay); due.After(latest) {
+		due = latest
+	}
 	tp := kafka.TopicPartition{Topic: m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: m.TopicPartition.Offset}
 	if err := r.consumer.Pause([]kafka.TopicPartition{tp}); err != nil {
 		return true, fmt.Errorf("%w: pausing retry partition %s[%d]: %v", ErrFatal, *tp.Topic, tp.Partition, err)
@@ -638,15 +673,18 @@ func (r *Runner) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 	}
 	stage := "size check"
 	var se *pipeline.StepError
-	if errors.As(cause, &se) && se.Step < len(r.opts.StepNames) {
+	switch {
+	case errors.As(cause, &se) && se.Step < len(r.opts.StepNames):
 		stage = r.opts.StepNames[se.Step]
+	case dlt.Classify(cause) == dlt.InvalidRetry:
+		stage = "retry headers"
 	}
 	failure := dlt.Failure{Record: in, Err: cause, Stage: stage, Attempts: dlt.Attempts(in) + 1, At: time.Now()}
 	if n, ok := r.failures[position(in)]; ok {
 		failure.Attempts = n + 1
 	}
 	var rec *pipeline.Record
-	if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(cause) != dlt.TooLarge {
+	if tier := failure.Attempts - 1; tier < len(r.p.Errors.RetryTopics) && dlt.Classify(cause).Retries() {
 		rt := r.p.Errors.RetryTopics[tier]
 		rec = dlt.RetryRecord(failure, r.p.Name, rt.Topic, rt.Delay)
 	} else {
