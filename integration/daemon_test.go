@@ -214,7 +214,7 @@ func resolve(t *testing.T, s stores.Store, m *kafka.Message) []byte {
 	if err != nil {
 		t.Fatalf("offset %d: %v", m.TopicPartition.Offset, err)
 	}
-	got, err := s.Get(context.Background(), p.Key)
+	got, err := s.Get(context.Background(), p.Key, p.StoredSize)
 	if err != nil {
 		t.Fatalf("offset %d: get %s: %v", m.TopicPartition.Offset, p.Key, err)
 	}
@@ -349,10 +349,14 @@ func openFS(t *testing.T, root string) *filesystem.Store {
 	return s
 }
 
-// countObjects counts the objects a filesystem store's root holds.
+// countObjects counts the objects a filesystem store's root holds (not their
+// metadata files).
 func countObjects(root string) int {
 	count := 0
 	filepath.WalkDir(root, func(_ string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() && e.Name() == ".offloader-meta" {
+			return filepath.SkipDir
+		}
 		if err == nil && !e.IsDir() && !strings.HasPrefix(e.Name(), ".put-") {
 			count++
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,13 +98,15 @@ func init() {
 // Offload replaces values over the threshold by pointers to the stored value.
 type Offload struct {
 	storeName string
-	store     stores.Store
+	payloads  stores.Store
 	threshold int
 	prefix    string
 	pipeline  string
 	retry     stores.RetryPolicy
 	keyMode   string
 	codec     string
+	// limit is the largest record the slim topic takes (0: unknown).
+	limit int
 }
 
 // NewOffload builds the offload step. An "auto" threshold needs deps.SlimTopicLimit.
@@ -122,13 +125,14 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 	}
 	return &Offload{
 		storeName: cfg.Store,
-		store:     store,
+		payloads:  store,
 		threshold: threshold,
 		prefix:    prefix,
 		pipeline:  deps.Pipeline,
 		retry:     stores.DefaultRetryPolicy(deps.StoreBudget),
 		keyMode:   cfg.KeyMode,
 		codec:     cfg.Compression,
+		limit:     deps.SlimTopicLimit,
 	}, nil
 }
 
@@ -177,9 +181,12 @@ func (o *Offload) objectKey(r *pipeline.Record, digest string) string {
 }
 
 // passes reports whether r passes through unchanged: a tombstone, a record at
-// or under the threshold, or a record that already is a pointer.
+// or under the threshold, a record that already is a pointer, or one whose key
+// and headers alone are over the slim topic's limit (storing its value could
+// not make it fit: the size check sends it, whole, to the dead-letter path).
 func (o *Offload) passes(r *pipeline.Record) bool {
-	return r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold
+	return r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold ||
+		(o.limit > 0 && !o.ValueOffloadFits(r, o.limit))
 }
 
 // ApplyQuick implements pipeline.Quick: a record that passes through is done;
@@ -195,41 +202,80 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 		return r, nil
 	}
 	digest := pointer.Digest(sha256.Sum256(r.Value))
-	stored := r.Value
+	owned := o.keyMode == KeyBySourceOffset // a content-hash object is anyone's with that content
+	p, err := o.put(ctx, r, o.objectKey(r, digest), r.Value, digest, owned)
+	if err != nil {
+		return nil, err
+	}
+	out := r.WithHeader(pointer.HeaderLargeMessage, []byte("true"))
+	out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
+	out.Value = p.Encode()
+	return out, nil
+}
+
+// put stores data (whose SHA-256 is digest), compressed with the step's
+// codec, under key, with r's coordinates as metadata (and as the object's
+// owner when owned, so that no other record's Put replaces it), and returns
+// the pointer to it.
+func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data []byte, digest string, owned bool) (pointer.Pointer, error) {
+	stored := data
 	if o.codec != codec.None {
 		var err error
-		if stored, err = codec.Encode(o.codec, r.Value); err != nil {
-			return nil, fmt.Errorf("offload: compressing: %w", err)
+		if stored, err = codec.Encode(o.codec, data); err != nil {
+			return pointer.Pointer{}, fmt.Errorf("offload: compressing: %w", err)
 		}
 	}
-	key := o.objectKey(r, digest)
 	meta := stores.Metadata{
 		"source_topic":     r.Topic,
 		"source_partition": strconv.Itoa(int(r.Partition)),
 		"source_offset":    strconv.FormatInt(r.Offset, 10),
 		"pipeline":         o.pipeline,
 	}
-	if o.keyMode == KeyBySourceOffset {
-		// The object is this record's alone: no other record's Put may
-		// replace it (a content-hash object is anyone's with that content).
+	if owned {
 		meta[stores.MetaOwner] = stores.Owner(r.Topic, r.Partition, r.Offset)
 	}
 	err := o.retry.Do(ctx, func(ctx context.Context) error {
-		return o.store.Put(ctx, key, stored, meta)
+		return o.payloads.Put(ctx, key, stored, meta)
 	})
+	if err != nil {
+		return pointer.Pointer{}, err
+	}
+	return pointer.Pointer{Store: o.storeName, Key: key, Size: int64(len(data)), SHA256: digest, Codec: o.codec, StoredSize: int64(len(stored))}, nil
+}
+
+// ValueOffloadFits reports whether offloading r's value would bring r within
+// limit bytes: not when its key and headers alone are over it, so that no
+// object is stored that cannot help.
+func (o *Offload) ValueOffloadFits(r *pipeline.Record, limit int) bool {
+	p := pointer.Pointer{Store: o.storeName, Key: o.objectKey(r, strings.Repeat("0", 64)), Size: int64(len(r.Value)),
+		SHA256: strings.Repeat("0", 64), Codec: o.codec, StoredSize: int64(len(r.Value))}
+	headers := append(slices.Clone(r.Headers),
+		pipeline.Header{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
+		pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
+	return pipeline.EstimateSize(r.Key, p.Encode(), headers) <= limit
+}
+
+// StoreRecord keeps the whole of r (key, value, headers, coordinates) as one
+// object, <prefix>/<topic>/<partition>/<offset>.record, owned by r's
+// coordinates, and returns a record with r's coordinates and timestamp whose
+// value points to it (headers large-message, offloader-pointer and
+// offloader-record) and which has no key: what the dead-letter topic gets for
+// a record whose key or headers alone are too large for it.
+func (o *Offload) StoreRecord(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	whole := pointer.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		whole.Headers = append(whole.Headers, pointer.RecordHeader{Key: []byte(h.Key), Value: h.Value})
+	}
+	data := whole.Encode()
+	key := o.prefix + "/" + stores.Owner(r.Topic, r.Partition, r.Offset) + ".record"
+	p, err := o.put(ctx, r, key, data, pointer.Digest(sha256.Sum256(data)), true)
 	if err != nil {
 		return nil, err
 	}
-	p := pointer.Pointer{
-		Store:      o.storeName,
-		Key:        key,
-		Size:       int64(len(r.Value)),
-		SHA256:     digest,
-		Codec:      o.codec,
-		StoredSize: int64(len(stored)),
-	}
-	out := r.WithHeader(pointer.HeaderLargeMessage, []byte("true"))
-	out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
-	out.Value = p.Encode()
-	return out, nil
+	return &pipeline.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Value: p.Encode(),
+		Headers: []pipeline.Header{
+			{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
+			{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)},
+			{Key: pointer.HeaderRecord, Value: []byte(pointer.Version1)},
+		}}, nil
 }

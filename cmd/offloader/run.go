@@ -164,7 +164,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 	}
 	var chain pipeline.Chain
 	var stepNames []string
-	var deadLetterOffload pipeline.Transform
+	var deadLetterOffload *transforms.Offload
 	for i, step := range p.Transforms {
 		stepNames = append(stepNames, fmt.Sprintf("transforms[%d] (%s)", i, step.Type))
 		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok && deadLetterOffload == nil && p.Errors.DeadLetterTopic != "" {

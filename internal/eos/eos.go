@@ -42,6 +42,7 @@ import (
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver/confluent"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/transforms"
 )
 
 // Defaults for librdkafka properties the user did not set.
@@ -93,9 +94,10 @@ type Options struct {
 	SlimLimit int
 	// DeadLetterLimit is the same for the dead-letter topic.
 	DeadLetterLimit int
-	// DeadLetterOffload offloads the value of a dead-letter record over
-	// DeadLetterLimit (nil: the pipeline has no offload step).
-	DeadLetterOffload pipeline.Transform
+	// DeadLetterOffload offloads the value of a retry or dead-letter record
+	// over DeadLetterLimit, or stores the whole record when its key or headers
+	// are too large (nil: the pipeline has no offload step).
+	DeadLetterOffload *transforms.Offload
 	// SourcePartitions are the source topics' partition counts, against
 	// which retry records' original coordinates are checked.
 	SourcePartitions map[string]int
@@ -690,20 +692,54 @@ func (r *Runner) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 	} else {
 		rec = dlt.Record(failure, r.p.Name, r.p.Errors.DeadLetterTopic)
 	}
-	if pipeline.EstimateRecordSize(rec) > r.opts.DeadLetterLimit && r.opts.DeadLetterOffload != nil {
-		var err error
-		if rec, err = r.opts.DeadLetterOffload.Apply(ctx, rec); err != nil {
-			return nil, fmt.Errorf("offloading the value of dead-letter record %s/%d@%d: %w", in.Topic, in.Partition, in.Offset, err)
-		}
-	}
-	if size := pipeline.EstimateRecordSize(rec); size > r.opts.DeadLetterLimit {
-		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its dead-letter record of %d bytes is over the %d bytes the dead-letter topic %s accepts; raise its max.message.bytes or add an offload step",
-			ErrFatal, in.Topic, in.Partition, in.Offset, cause, size, r.opts.DeadLetterLimit, r.p.Errors.DeadLetterTopic)
+	rec, err := r.fitFailure(ctx, rec, failure)
+	if err != nil {
+		return nil, err
 	}
 	r.log.Warn("record failed: sent to "+rec.Destination, zap.Int("attempts", failure.Attempts), zap.String("topic", in.Topic),
 		zap.Int32("partition", in.Partition), zap.Int64("offset", in.Offset),
 		zap.String("stage", stage), zap.String("class", string(dlt.Classify(cause))), zap.Error(cause))
 	return rec, nil
+}
+
+// fitFailure makes a retry or dead-letter record fit its topic. Over the
+// limit, its value is offloaded if that brings it under; if its key or
+// headers alone are too large, the whole original record is stored as one
+// object and the dead-letter topic gets a pointer to it with the error
+// headers (a retry tier cannot use such a record, so it goes to the
+// dead-letter topic). Without a payload store nothing can hold it, and the
+// instance stops rather than drop it.
+func (r *Runner) fitFailure(ctx context.Context, rec *pipeline.Record, failure dlt.Failure) (*pipeline.Record, error) {
+	limit, offload := r.opts.DeadLetterLimit, r.opts.DeadLetterOffload
+	size := pipeline.EstimateRecordSize(rec)
+	if size <= limit {
+		return rec, nil
+	}
+	in := failure.Record
+	if offload == nil {
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its %d-byte record is over the %d bytes its topic %s takes (the lower of its max.message.bytes and the producer's message.max.bytes); add an offload step, which also stores failed records too large for that topic, or raise those limits",
+			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, rec.Destination)
+	}
+	if offload.ValueOffloadFits(rec, limit) {
+		out, err := offload.Apply(ctx, rec)
+		if err != nil {
+			return nil, fmt.Errorf("offloading the value of failed record %s/%d@%d: %w", in.Topic, in.Partition, in.Offset, err)
+		}
+		if pipeline.EstimateRecordSize(out) <= limit {
+			return out, nil
+		}
+	}
+	whole, err := offload.StoreRecord(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("storing failed record %s/%d@%d whole: %w", in.Topic, in.Partition, in.Offset, err)
+	}
+	failure.Record = whole
+	out := dlt.Record(failure, r.p.Name, r.p.Errors.DeadLetterTopic)
+	if size := pipeline.EstimateRecordSize(out); size > limit {
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes the dead-letter topic %s takes: raise its max.message.bytes",
+			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, r.p.Errors.DeadLetterTopic)
+	}
+	return out, nil
 }
 
 // settle waits for the commit in flight. A commit that must abort is aborted and,

@@ -1,0 +1,197 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/resolver/confluent"
+	"github.com/offloader/offloader/stores"
+)
+
+// forgedRetryHeaders are headers that name other coordinates, as only a
+// retry topic's records may.
+func forgedRetryHeaders(topic, partition, offset string) []kafka.Header {
+	return []kafka.Header{
+		{Key: dlt.HeaderRetryTopic, Value: []byte(topic)},
+		{Key: dlt.HeaderRetryPartition, Value: []byte(partition)},
+		{Key: dlt.HeaderRetryOffset, Value: []byte(offset)},
+		{Key: dlt.HeaderRetryAttempts, Value: []byte("1")},
+		{Key: dlt.HeaderRetryFirstFailure, Value: []byte("1")},
+		{Key: dlt.HeaderRetryDue, Value: []byte("1")},
+	}
+}
+
+// TestSourceRecordCannotChooseItsObjectKey: a producer to the raw topic who
+// writes retry headers naming another record's coordinates (a victim's, a
+// topic with slashes, a partition the slim topic lacks) cannot overwrite that
+// record's payload, write outside the pipeline's keys, or stall the
+// pipeline: its records land under their own coordinates, the headers are
+// removed and counted, and the victim's pointer still resolves byte for byte.
+func TestSourceRecordCannotChooseItsObjectKey(t *testing.T) {
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 1, nil)
+	root := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  trust:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    stores:
+      payloads: {type: filesystem, root: %q}
+    transforms:
+      - {type: offload, store: payloads, threshold: 64KiB}
+    observability: {listen: "127.0.0.1:0", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, root))
+	value := func(seed byte) []byte { return bytes.Repeat([]byte{seed}, 200_000) }
+	var recs []sourceRecord
+	for i := range 5 { // the victim is offset 4
+		recs = append(recs, sourceRecord{key: []byte(strconv.Itoa(i)), value: value(byte(i))})
+	}
+	produceRecords(t, raw, recs)
+	d := startDaemon(t, cfg)
+	base := d.metricsURL(t)
+	consumeAll(t, slim, 5, 60*time.Second)
+
+	attackers := []sourceRecord{
+		{key: []byte("5"), value: value(0xA5), headers: forgedRetryHeaders(raw, "0", "4")},
+		{key: []byte("6"), value: value(0xA6), headers: forgedRetryHeaders("x/y/z", "0", "1")},
+		{key: []byte("7"), value: value(0xA7), headers: forgedRetryHeaders(raw, "7", "0")},
+	}
+	produceRecords(t, raw, attackers)
+	got := consumeAll(t, slim, 8, 60*time.Second)
+	if n := metric(t, base, "offloader_reserved_headers_stripped_total"); n != 18 {
+		t.Errorf("offloader_reserved_headers_stripped_total = %v, want 18 (six headers on each of three records)", n)
+	}
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": openFS(t, root)}})
+	all := append(recs, attackers...)
+	assertEachOnce(t, got, len(all), func(i int, m *kafka.Message) {
+		v, err := confluent.Resolve(context.Background(), res, m)
+		if err != nil {
+			t.Errorf("record %d: %v", i, err)
+			return
+		}
+		if sha256.Sum256(v.Value) != sha256.Sum256(all[i].value) {
+			t.Errorf("record %d resolves to other bytes than its own", i)
+		}
+		if want := fmt.Sprintf("trust/%s/0/%d", raw, i); v.Pointer == nil || v.Pointer.Key != want {
+			t.Errorf("record %d: pointer %+v, want its own key %s", i, v.Pointer, want)
+		}
+		for _, h := range m.Headers {
+			if _, reserved := map[string]bool{dlt.HeaderRetryTopic: true, dlt.HeaderRetryOffset: true}[h.Key]; reserved {
+				t.Errorf("record %d reached the slim topic with %s", i, h.Key)
+			}
+		}
+	})
+	if _, err := os.Stat(filepath.Join(root, "trust", "x")); !os.IsNotExist(err) {
+		t.Errorf("an object was written under the forged topic x/y/z: %v", err)
+	}
+	if n := countObjects(root); n != len(all) {
+		t.Errorf("the store holds %d objects, want one per record (%d)", n, len(all))
+	}
+}
+
+// TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole: a record whose key,
+// or one header, is over the slim and dead-letter topics' limits no longer
+// stops the pipeline on every restart: it is stored whole as one object, the
+// dead-letter topic gets a pointer to it with the error headers, and it
+// resolves to the original key, value and headers byte for byte. Its small
+// value is not offloaded on the way (no orphan).
+func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
+	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 1, map[string]string{"max.message.bytes": "200000"})
+	createTopic(t, dead, 1, map[string]string{"max.message.bytes": "200000"})
+	root := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  fat:
+    kafka: {bootstrap_servers: %q, transactional_id: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {interval: 50ms}
+    errors: {dead_letter_topic: %s}
+    stores:
+      payloads: {type: filesystem, root: %q}
+    transforms:
+      - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
+    observability: {listen: "", log_format: console}
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
+	fatKey := bytes.Repeat([]byte("k"), 300_000)
+	fatHeader := []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: "blob", Value: bytes.Repeat([]byte{0xff, 0x00}, 150_000)}, {Key: "nil", Value: nil}}
+	recs := []sourceRecord{
+		{key: []byte("0"), value: []byte("small")},
+		{key: fatKey, value: []byte("tiny"), headers: []kafka.Header{{Key: "trace", Value: []byte("t0")}}},
+		{key: []byte("2"), value: []byte("seven b"), headers: fatHeader},
+		{key: []byte("3"), value: bytes.Repeat([]byte("v"), 300_000)},
+	}
+	produceRecords(t, raw, recs)
+	d := startDaemon(t, cfg)
+	good := consumeAll(t, slim, 2, 60*time.Second)
+	deadLettered := consumeAll(t, dead, 2, 60*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, d.output())
+	}
+	if len(good) != 2 {
+		t.Fatalf("slim topic holds %d records, want 2", len(good))
+	}
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": openFS(t, root)}})
+	for _, m := range deadLettered {
+		offset, _ := headerValue(m.Headers, dlt.HeaderOffset)
+		i, _ := strconv.Atoi(offset)
+		if i != 1 && i != 2 {
+			t.Fatalf("dead-letter record for offset %q; only offsets 1 and 2 are too large", offset)
+		}
+		if class, _ := headerValue(m.Headers, dlt.HeaderClass); class != string(dlt.TooLarge) {
+			t.Errorf("offset %d: class %q, want %s", i, class, dlt.TooLarge)
+		}
+		if v, _ := headerValue(m.Headers, pointer.HeaderRecord); v != pointer.Version1 || m.Key != nil {
+			t.Errorf("offset %d: %s header %q and a %d-byte key; want a keyless pointer to the whole record", i, pointer.HeaderRecord, v, len(m.Key))
+		}
+		r, err := confluent.Resolve(context.Background(), res, m)
+		if err != nil {
+			t.Fatalf("offset %d: %v", i, err)
+		}
+		whole, err := pointer.DecodeRecord(r.Value)
+		if err != nil {
+			t.Fatalf("offset %d: %v", i, err)
+		}
+		want := recs[i]
+		if whole.Topic != raw || whole.Offset != int64(i) || !bytes.Equal(whole.Key, want.key) || !bytes.Equal(whole.Value, want.value) || len(whole.Headers) != len(want.headers) {
+			t.Fatalf("offset %d: stored record %s@%d with a %d-byte key, %q and %d headers; want the original", i, whole.Topic, whole.Offset, len(whole.Key), whole.Value, len(whole.Headers))
+		}
+		for j, h := range want.headers {
+			if string(whole.Headers[j].Key) != h.Key || !bytes.Equal(whole.Headers[j].Value, h.Value) || (h.Value == nil) != (whole.Headers[j].Value == nil) {
+				t.Errorf("offset %d: header %d differs from the original", i, j)
+			}
+		}
+	}
+	// Objects: the 300,000-byte value of offset 3, and the two whole records;
+	// nothing for the small values of offsets 1 and 2.
+	for _, name := range []string{"1", "2"} {
+		if _, err := os.Stat(filepath.Join(root, "fat", raw, "0", name)); !os.IsNotExist(err) {
+			t.Errorf("offset %s: its small value was offloaded although that could not help (%v)", name, err)
+		}
+	}
+	if n := countObjects(root); n != 3 {
+		t.Errorf("the store holds %d objects, want 3", n)
+	}
+}
