@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
+	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
@@ -39,32 +40,151 @@ const OverridePrefix = "OFFLOADER_"
 // the delimiter is a character no YAML key of ours can hold.
 const keyDelim = "\x1f"
 
+// Bounds of a pipeline file, checked before it is parsed: a file is input,
+// and a large or deeply nested one must cost an error, not memory.
+const (
+	// MaxFileSize is the largest pipeline file Load reads.
+	MaxFileSize = 4 << 20
+	// MaxDepth bounds how deeply mappings and lists nest.
+	MaxDepth = 64
+	// MaxKeys bounds the keys of one mapping, the pipelines of a file among
+	// them (the YAML decoder checks each key against all before it).
+	MaxKeys = 1000
+)
+
 // Load reads, interpolates, overrides, decodes and validates a pipeline file. The
 // error, when there is one, is a settings.Problems listing every problem found.
+// The file must be a regular file of at most MaxFileSize bytes, nested at most
+// MaxDepth deep, with at most MaxKeys keys in a mapping. No problem quotes a value that came from the environment or
+// sits under a key that names a secret (password, token, connection_string...).
 func Load(path string, opts Options) (*File, error) {
+	data, problem := readBounded(path)
+	if problem != "" {
+		return nil, settings.Problems{{Message: problem}}
+	}
+	if problem := checkShape(path, data); problem != "" {
+		return nil, settings.Problems{{Message: problem}}
+	}
 	k := koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
-		var pathErr *os.PathError
-		if errors.As(err, &pathErr) {
-			return nil, settings.Problems{{Message: fmt.Sprintf("cannot read %s: %v", path, pathErr.Err)}}
-		}
+	if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
 		return nil, settings.Problems{{Message: fmt.Sprintf("%s is not valid YAML: %v", path, err)}}
 	}
 	env := environ(opts.Environ)
 	var problems settings.Problems
+	secrets := secretValues{}
+	// Interpolation first: an override's value is taken as it is, never
+	// expanded (a password may contain "${").
+	raw := k.Raw()
+	interpolate("", raw, env, secrets, &problems)
 	if overrides := overridesFrom(env); len(overrides) > 0 {
-		name, err := overrideTarget(k.Raw(), opts.Pipeline)
+		for envVar, v := range overrides {
+			secrets.add(v, envVar)
+		}
+		name, err := overrideTarget(raw, opts.Pipeline)
 		if err != nil {
 			problems.Add("", "%v", err)
-		} else if err := k.Load(confmap.Provider(overrides.tree(name, k.Raw()), ""), nil); err != nil {
-			problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
+		} else {
+			k = koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
+			k.Load(confmap.Provider(raw, ""), nil)
+			if err := k.Load(confmap.Provider(overrides.tree(name, raw), ""), nil); err != nil {
+				problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
+			}
+			raw = k.Raw()
 		}
 	}
-	raw := k.Raw()
-	interpolate("", raw, env, &problems)
-
+	collectSecrets("", raw, secrets)
 	f := decodeFile(raw, &problems)
-	return f, problems.Err()
+	return f, secrets.redact(problems).Err()
+}
+
+// readBounded reads a regular file of at most MaxFileSize bytes; the problem
+// says what is wrong otherwise.
+func readBounded(path string) ([]byte, string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, fmt.Sprintf("cannot read %s: %v", path, err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Sprintf("%s is not a regular file (it is a %s): give the path of a pipeline file", path, fileKind(fi.Mode()))
+	case fi.Size() > MaxFileSize:
+		return nil, fmt.Sprintf("%s is %d bytes; a pipeline file may be at most %d (4 MiB)", path, fi.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Sprintf("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("cannot read %s: %v", path, err)
+	case len(data) > MaxFileSize:
+		return nil, fmt.Sprintf("%s grew past %d bytes (4 MiB) while it was read", path, MaxFileSize)
+	}
+	return data, ""
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
+// checkShape parses data into YAML nodes (which costs memory and time in
+// proportion to the file) and refuses mappings or lists nested deeper than
+// MaxDepth and mappings of more than MaxKeys keys, before decoding into maps
+// (quadratic in a mapping's keys) and the configuration library's copies
+// level by level.
+func checkShape(path string, data []byte) string {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		return fmt.Sprintf("%s is not valid YAML: %v", path, err)
+	}
+	var walk func(n *yamlv3.Node, depth int) error
+	walk = func(n *yamlv3.Node, depth int) error {
+		if depth > MaxDepth {
+			return fmt.Errorf("%s: mappings and lists nest deeper than %d levels (line %d); a pipeline needs fewer than ten", path, MaxDepth, n.Line)
+		}
+		if n.Kind == yamlv3.MappingNode && len(n.Content)/2 > MaxKeys {
+			return fmt.Errorf("%s: the mapping at line %d has %d keys; at most %d (a file defines at most %d pipelines, and a pipeline needs far fewer keys)", path, n.Line, len(n.Content)/2, MaxKeys, MaxKeys)
+		}
+		for _, c := range n.Content {
+			next := depth
+			if c.Kind == yamlv3.MappingNode || c.Kind == yamlv3.SequenceNode {
+				next++
+			}
+			if err := walk(c, next); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(&doc, 0); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// bytesProvider hands koanf a file already read.
+type bytesProvider []byte
+
+func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
+
+func (b bytesProvider) Read() (map[string]any, error) {
+	return nil, errors.New("bytesProvider needs a parser")
 }
 
 func environ(list []string) map[string]string {
@@ -82,19 +202,21 @@ var reference = regexp.MustCompile(`\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*
 // interpolate replaces ${VAR} and ${VAR:-default} in every string of the tree.
 // "$${" stands for a literal "${". A missing variable without a default is a
 // problem at the value's path; the value itself is never echoed (it may be
-// half a secret).
-func interpolate(path string, node any, env map[string]string, problems *settings.Problems) any {
+// half a secret). Each value taken from the environment, and each string it
+// went into, is added to secrets.
+func interpolate(path string, node any, env map[string]string, secrets secretValues, problems *settings.Problems) any {
 	switch n := node.(type) {
 	case map[string]any:
 		for k, v := range n {
-			n[k] = interpolate(joinPath(path, k), v, env, problems)
+			n[k] = interpolate(joinPath(path, k), v, env, secrets, problems)
 		}
 	case []any:
 		for i, v := range n {
-			n[i] = interpolate(fmt.Sprintf("%s[%d]", path, i), v, env, problems)
+			n[i] = interpolate(fmt.Sprintf("%s[%d]", path, i), v, env, secrets, problems)
 		}
 	case string:
-		return reference.ReplaceAllStringFunc(n, func(ref string) string {
+		fromEnv := false
+		out := reference.ReplaceAllStringFunc(n, func(ref string) string {
 			if ref == "$${" {
 				return "${"
 			}
@@ -104,11 +226,17 @@ func interpolate(path string, node any, env map[string]string, problems *setting
 			case m[2] != "" && v == "":
 				return m[3]
 			case set:
+				secrets.add(v, "${"+m[1]+"}")
+				fromEnv = true
 				return v
 			}
 			problems.Add(path, "environment variable %s is not set (write ${%s:-default} to give a default)", m[1], m[1])
 			return ""
 		})
+		if fromEnv {
+			secrets.add(out, "a value from the environment")
+		}
+		return out
 	}
 	return node
 }

@@ -54,7 +54,7 @@ type decoder struct {
 }
 
 func (d *decoder) add(path, format string, args ...any) {
-	d.problems = append(d.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	d.problems.Add(path, format, args...)
 }
 
 var (
@@ -244,8 +244,10 @@ func (d *decoder) integer(path string, raw any, v reflect.Value) {
 		d.add(path, "must be a whole number, got %s", describe(raw))
 		return
 	}
-	if v.OverflowInt(int64(f)) {
-		d.add(path, "%v is out of range", f)
+	// Check the float before converting: int64(1e30) is MinInt64, not an error.
+	lo, hi := math.MinInt64>>(64-v.Type().Bits()), math.MaxInt64>>(64-v.Type().Bits())
+	if f < float64(lo) || f >= float64(hi)+1 {
+		d.add(path, "%s is out of range (at most %d)", strconv.FormatFloat(f, 'g', 6, 64), hi)
 		return
 	}
 	v.SetInt(int64(f))
@@ -323,7 +325,14 @@ func describe(raw any) string {
 	return fmt.Sprintf("%T", raw)
 }
 
+// maxKeyInPath is where a key in a problem's path is cut: keys come from the
+// file, and a 50 MB one must not be echoed.
+const maxKeyInPath = 64
+
 func join(path, key string) string {
+	if len(key) > maxKeyInPath {
+		key = key[:maxKeyInPath] + "..."
+	}
 	if path == "" {
 		return key
 	}
@@ -332,6 +341,9 @@ func join(path, key string) string {
 
 // suggest names the known key closest to a misspelt one.
 func suggest(unknown string, known map[string]bool) string {
+	if len(unknown) > maxKeyInPath {
+		return "" // no known key is that long; spare the edit distance
+	}
 	best, bestDist := "", 3
 	for k := range known {
 		if dist := editDistance(unknown, k); dist < bestDist || (dist == bestDist && k < best) {

@@ -24,9 +24,31 @@ func (p Problem) String() string {
 // error whose text lists them one per line, ordered by path.
 type Problems []Problem
 
+// MaxMessage bounds a problem's message; a longer one (quoting a huge value)
+// is cut.
+const MaxMessage = 400
+
+// MaxShown bounds the problems Error lists; the rest are counted.
+const MaxShown = 50
+
 // Add appends a problem at path.
 func (ps *Problems) Add(path, format string, args ...any) {
-	*ps = append(*ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	*ps = append(*ps, Problem{Path: path, Message: cut(fmt.Sprintf(format, args...))})
+}
+
+func cut(s string) string {
+	if len(s) <= MaxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxMessage], "") + fmt.Sprintf("... (%d bytes in all)", len(s))
+}
+
+// Shown returns the first MaxShown problems and how many more there are.
+func (ps Problems) Shown() (Problems, int) {
+	if len(ps) <= MaxShown {
+		return ps, 0
+	}
+	return ps[:MaxShown], len(ps) - MaxShown
 }
 
 // Err returns nil when there are no problems, and the sorted problems otherwise.
@@ -40,9 +62,13 @@ func (ps Problems) Err() error {
 }
 
 func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
+	shown, more := ps.Shown()
+	lines := make([]string, len(shown), len(shown)+1)
+	for i, p := range shown {
 		lines[i] = p.String()
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("(and %d more problems)", more))
 	}
 	return strings.Join(lines, "\n")
 }

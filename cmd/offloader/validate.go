@@ -107,8 +107,12 @@ func (c *cli) reportConfigError(file string, err error) {
 	var problems settings.Problems
 	if errors.As(err, &problems) {
 		fmt.Fprintf(c.stderr, "%s: %d problem%s:\n", file, len(problems), plural(len(problems)))
-		for _, p := range problems {
+		shown, more := problems.Shown()
+		for _, p := range shown {
 			fmt.Fprintf(c.stderr, "  %s\n", p)
+		}
+		if more > 0 {
+			fmt.Fprintf(c.stderr, "  (and %d more: fix these first)\n", more)
 		}
 		return
 	}
