@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +196,77 @@ pipelines:
 	}
 	if n := countObjects(root); n != 3 {
 		t.Errorf("the store holds %d objects, want 3", n)
+	}
+}
+
+// TestCatShowsEveryRecordOfATopicWithBadPointers: `offloader cat` on a topic
+// with forged or broken pointers prints every record, each bad one with its
+// error, and exits 1 at the end; --no-resolve prints them as stored and exits 0.
+func TestCatShowsEveryRecordOfATopicWithBadPointers(t *testing.T) {
+	topic := uniqueName(t, "dlt")
+	createTopic(t, topic, 1, nil)
+	root := t.TempDir()
+	store := openFS(t, root)
+	payload := []byte("the payload")
+	if err := store.Put(context.Background(), "p/good", payload, nil); err != nil {
+		t.Fatal(err)
+	}
+	good := pointer.Pointer{Store: "payloads", Key: "p/good", Size: int64(len(payload)), SHA256: pointer.Digest(sha256.Sum256(payload)), Codec: pointer.CodecNone, StoredSize: int64(len(payload))}
+	wrongHash := good
+	wrongHash.SHA256 = pointer.Digest(sha256.Sum256([]byte("other")))
+	missing := good
+	missing.Key = "p/missing"
+	marked := func(version string) []kafka.Header {
+		return []kafka.Header{{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte(version)}}
+	}
+	produceRecords(t, topic, []sourceRecord{
+		{key: []byte("plain"), value: []byte("plain value")},
+		{key: []byte("good"), value: good.Encode(), headers: marked("v1")},
+		{key: []byte("wrong hash"), value: wrongHash.Encode(), headers: marked("v1")},
+		{key: []byte("missing"), value: missing.Encode(), headers: marked("v1")},
+		{key: []byte("v2"), value: good.Encode(), headers: marked("v2")},
+		{key: []byte("last"), value: []byte("last value")},
+	})
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  p:
+    kafka: {bootstrap_servers: %q}
+    source: {topics: [unused.raw], group: g}
+    slim_topic: %s
+    stores:
+      payloads: {type: filesystem, root: %q}
+`, bootstrap, topic, root))
+	run := func(args ...string) (lines []map[string]any, stderr string, code int) {
+		cmd := exec.Command(offloaderBinary(t), append([]string{"cat", "-c", cfg}, args...)...)
+		var errBuf bytes.Buffer
+		cmd.Stderr = &errBuf
+		out, err := cmd.Output()
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("cat printed %q: %v", l, err)
+			}
+			lines = append(lines, rec)
+		}
+		return lines, errBuf.String(), exitCode(err)
+	}
+	lines, stderr, code := run()
+	if code != 1 || len(lines) != 6 {
+		t.Fatalf("cat: exit %d with %d records, want exit 1 after all 6\n%s", code, len(lines), stderr)
+	}
+	wantErr := map[string]string{"wrong hash": "does not match the pointer", "missing": "object not found", "v2": "unknown pointer version"}
+	for _, rec := range lines {
+		key := rec["key"].(string)
+		errText, _ := rec["error"].(string)
+		if want, bad := wantErr[key]; (bad && !strings.Contains(errText, want)) || (!bad && errText != "") {
+			t.Errorf("record %q: error %q, want %q", key, errText, want)
+		}
+	}
+	if lines[1]["value"] != string(payload) || !strings.Contains(stderr, "3 records could not be resolved") {
+		t.Errorf("good pointer printed %v; stderr %q", lines[1]["value"], stderr)
+	}
+	lines, stderr, code = run("--no-resolve")
+	if code != 0 || len(lines) != 6 || lines[1]["value"] != string(good.Encode()) {
+		t.Errorf("cat --no-resolve: exit %d, %d records, second value %v\n%s", code, len(lines), lines[1]["value"], stderr)
 	}
 }

@@ -26,14 +26,21 @@ func catCommand() *command {
 	return &command{
 		name:    "cat",
 		summary: "print a topic's records with pointers resolved, like kcat for slim topics",
-		usage:   "-c FILE [--pipeline NAME] [--topic T] [--from beginning|end|offset:N|time:RFC3339] [--count N] [--format json|raw]",
+		usage:   "-c FILE [--pipeline NAME] [--topic T] [--from beginning|end|offset:N|time:RFC3339] [--count N] [--format json|raw] [--no-resolve]",
 		help: `
 Reads a topic (read_committed, without joining a consumer group or committing
 anything) and prints each record with pointers resolved through the pipeline's
 stores: sizes and SHA-256 verified, codecs undone. The pipeline file gives the
 bootstrap servers, the client settings and the store definitions; --topic
-defaults to the pipeline's slim topic (use the dead-letter topic's name to look
-at failures).
+defaults to the pipeline's slim topic; give the dead-letter topic's name to
+look at failures (a dead-letter record whose key or headers were too large
+points to the whole original record, printed as its JSON: see
+docs/pointer-format.md).
+
+A record whose pointer cannot be resolved (missing object, wrong checksum,
+forged pointer) does not stop the listing: in json it is printed with its
+stored value and an "error" member, in raw the error goes to stderr. --no-resolve
+prints every record as stored, pointers as their JSON, and needs no store.
 
 --from: beginning (default), end (only new records; implies --follow),
 offset:N (each partition from offset N), time:2026-11-29T10:00:00Z.
@@ -44,8 +51,9 @@ offset, timestamp, key, headers, value (UTF-8 text, or base64 with
 "value_encoding":"base64"), size and the pointer it came from. raw: the values
 alone, each followed by a newline.
 
-Exit 1 when a pointer cannot be resolved (--not-found skip or pointer to go on
-past missing objects), 2 on bad flags.`,
+Exit 1 when a record could not be resolved (after printing the rest; use
+--not-found skip or pointer to accept missing objects) or Kafka failed, 2 on
+bad flags.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("cat"))
 			src := c.pipelineFlags(fs)
@@ -56,6 +64,7 @@ past missing objects), 2 on bad flags.`,
 			fs.StringVar(&o.format, "format", "json", "json or raw")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading at the end of the topic until interrupted")
 			fs.StringVar(&o.notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
+			fs.BoolVar(&o.noResolve, "no-resolve", false, "print records as stored, pointers unresolved")
 			maxSize := fs.String("max-size", "64MiB", "refuse payloads larger than this")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
@@ -84,13 +93,16 @@ past missing objects), 2 on bad flags.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			open, err := p.OpenStores(ctx)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
-				return exitFailure
+			var res *resolver.Resolver
+			if !o.noResolve {
+				open, err := p.OpenStores(ctx)
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
+					return exitFailure
+				}
+				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
+				defer res.Close()
 			}
-			res := resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
-			defer res.Close()
 			cm := kafka.ConfigMap{}
 			for k, v := range p.Kafka.Consumer {
 				cm[k] = v
@@ -100,7 +112,7 @@ past missing objects), 2 on bad flags.`,
 			cm["enable.auto.commit"] = false
 			cm["isolation.level"] = "read_committed"
 			cm["enable.partition.eof"] = true
-			if err := catTopic(ctx, &cm, res, o, c.stdout); err != nil {
+			if err := catTopic(ctx, &cm, res, o, c.stdout, c.stderr); err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
 			}
@@ -112,7 +124,7 @@ past missing objects), 2 on bad flags.`,
 type catOptions struct {
 	topic, from, format, notFound string
 	count                         int
-	follow                        bool
+	follow, noResolve             bool
 }
 
 // usageError reports a bad flag value with exit code 2.
@@ -149,7 +161,10 @@ func parseFrom(s string) (start, error) {
 	return start{}, fmt.Errorf("want beginning, end, offset:N or time:RFC3339, got %q", s)
 }
 
-func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, o catOptions, out io.Writer) error {
+// catTopic prints the topic's records, resolved through res (nil: as stored).
+// A record that does not resolve is printed with its error and the listing
+// goes on; the error returned then counts them.
+func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, o catOptions, out, errOut io.Writer) error {
 	from, _ := parseFrom(o.from)
 	c, err := kafka.NewConsumer(cm)
 	if err != nil {
@@ -183,8 +198,9 @@ func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, 
 		return err
 	}
 	follow := o.follow || from.offset == kafka.OffsetEnd
-	printed := 0
+	printed, failed := 0, 0
 	enc := json.NewEncoder(out)
+read:
 	for ctx.Err() == nil && (follow || len(remaining) > 0) {
 		switch ev := c.Poll(200).(type) {
 		case kafka.PartitionEOF:
@@ -198,20 +214,31 @@ func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, 
 			if ev.TopicPartition.Error != nil {
 				return ev.TopicPartition.Error
 			}
-			r, err := confluent.Resolve(ctx, res, ev)
-			if err != nil {
-				return fmt.Errorf("%s[%d]@%d: %w", o.topic, ev.TopicPartition.Partition, ev.TopicPartition.Offset, err)
+			r := resolver.Result{Value: ev.Value}
+			var resolveErr error
+			if res != nil {
+				r, resolveErr = confluent.Resolve(ctx, res, ev)
+			}
+			if resolveErr != nil {
+				failed++
+				r = resolver.Result{Value: ev.Value}
+				fmt.Fprintf(errOut, "offloader cat: %s[%d]@%d: %v\n", o.topic, ev.TopicPartition.Partition, ev.TopicPartition.Offset, resolveErr)
 			}
 			if r.Skipped {
 				continue
 			}
-			if err := printRecord(out, enc, o.format, ev, r); err != nil {
-				return err
+			if resolveErr == nil || o.format == "json" {
+				if err := printRecord(out, enc, o.format, ev, r, resolveErr); err != nil {
+					return err
+				}
 			}
 			if printed++; o.count > 0 && printed >= o.count {
-				return nil
+				break read
 			}
 		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d record%s could not be resolved (each is printed with its error)", failed, plural(failed))
 	}
 	return nil
 }
@@ -228,6 +255,9 @@ type catRecord struct {
 	Size          int              `json:"size"`
 	Pointer       *pointer.Pointer `json:"pointer,omitempty"`
 	Codec         string           `json:"inline_codec,omitempty"`
+	// Error says why the value could not be resolved; Value is then the
+	// stored one.
+	Error string `json:"error,omitempty"`
 }
 
 type catHeader struct {
@@ -243,7 +273,7 @@ func text(b []byte) *string {
 	return &s
 }
 
-func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Message, r resolver.Result) error {
+func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Message, r resolver.Result, resolveErr error) error {
 	if format == "raw" {
 		if _, err := out.Write(r.Value); err != nil {
 			return err
@@ -255,6 +285,9 @@ func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Messa
 		Timestamp: m.Timestamp.UnixMilli(), Key: text(m.Key), Size: len(r.Value), Pointer: r.Pointer, Codec: r.Codec, Headers: []catHeader{}}
 	for _, h := range m.Headers {
 		rec.Headers = append(rec.Headers, catHeader{Key: h.Key, Value: text(h.Value)})
+	}
+	if resolveErr != nil {
+		rec.Error = resolveErr.Error()
 	}
 	switch {
 	case r.Value == nil:

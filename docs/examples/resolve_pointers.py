@@ -7,19 +7,21 @@ Azure Blob stores read the connection string from AZURE_STORAGE_CONNECTION_STRIN
 Prints one JSON object per record: partition, offset, key, size and sha256 of the
 original value. Needs confluent-kafka and azure-storage-blob from PyPI.
 """
-import gzip
 import hashlib
 import json
 import os
 import re
+import stat
 import sys
+import zlib
 
 from azure.storage.blob import BlobServiceClient
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 MAX_SIZE = 64 << 20
-FIELDS = {"v", "store", "key", "size", "sha256", "codec", "stored_size"}
+FIELDS = {"v": int, "store": str, "key": str, "size": int, "sha256": str, "codec": str, "stored_size": int}
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+DECIMAL = re.compile(rb"^[0-9]{1,18}$")
 
 
 def check_key(key):
@@ -31,8 +33,30 @@ def check_key(key):
         raise ValueError(f"forged key {key!r}")
 
 
+def read_file(root, key, limit):
+    """A regular file under root, no symlink followed, at most limit bytes."""
+    path = os.path.join(root, *key.split("/"))
+    if os.path.realpath(path) != os.path.abspath(path):
+        raise FileNotFoundError(key)  # a symlink somewhere below the root
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise FileNotFoundError(key)
+        if st.st_size > limit:
+            raise ValueError("stored object is larger than stored_size")
+        return f.read(limit + 1)
+
+
+def read_blob(container, key, limit):
+    blob = container.get_blob_client(key)
+    if blob.get_blob_properties().size > limit:
+        raise ValueError("stored object is larger than stored_size")
+    return blob.download_blob().readall()
+
+
 def open_stores(specs):
-    """NAME=azblob:CONTAINER or NAME=file:ROOT -> {name: fetch(key) -> bytes}."""
+    """NAME=azblob:CONTAINER or NAME=file:ROOT -> {name: fetch(key, limit) -> bytes}."""
     stores = {}
     for spec in specs:
         name, _, where = spec.partition("=")
@@ -40,9 +64,9 @@ def open_stores(specs):
         if kind == "azblob":
             service = BlobServiceClient.from_connection_string(os.environ["AZURE_STORAGE_CONNECTION_STRING"])
             container = service.get_container_client(arg)
-            stores[name] = lambda key, c=container: c.download_blob(key).readall()
+            stores[name] = lambda key, limit, c=container: read_blob(c, key, limit)
         elif kind == "file":
-            stores[name] = lambda key, root=arg: open(os.path.join(root, *key.split("/")), "rb").read()
+            stores[name] = lambda key, limit, root=arg: read_file(root, key, limit)
         else:
             raise ValueError(f"unknown store kind in {spec!r}")
     return stores
@@ -52,22 +76,36 @@ def decompress(codec, data, size):
     if codec == "none":
         return data
     if codec == "gzip":
-        return gzip.decompress(data)  # the size check below bounds what is kept
+        d = zlib.decompressobj(wbits=31)  # a gzip member, never more than size+1 bytes out
+        return d.decompress(data, size + 1)
     raise ValueError(f"codec {codec!r} is not supported by this example")
+
+
+def exact_members(pairs):
+    """The pointer's JSON members, each once and spelled exactly."""
+    names = [k for k, _ in pairs]
+    if len(names) != len(set(names)):
+        raise ValueError("a pointer member appears twice")
+    return dict(pairs)
 
 
 def resolve(value, headers, stores):
     h = {k: v for k, v in (headers or [])}  # the last header of a name wins
-    if h.get("large-message") == b"true" and h.get("offloader-pointer") == b"v1":
-        p = json.loads(value)
-        if set(p) != FIELDS or p["v"] != 1 or not SHA256.match(p["sha256"]) or p["size"] < 0 or p["stored_size"] < 0:
-            raise ValueError(f"malformed pointer {value!r}")
+    if "offloader-pointer" in h:  # a pointer record, whatever else it carries
+        if h["offloader-pointer"] != b"v1":
+            raise ValueError(f"unknown pointer version {h['offloader-pointer']!r}")
+        p = json.loads(value, object_pairs_hook=exact_members)
+        if (not isinstance(p, dict) or set(p) != set(FIELDS)
+                or any(type(p[k]) is not t for k, t in FIELDS.items())
+                or p["v"] != 1 or not SHA256.match(p["sha256"]) or p["size"] < 0 or p["stored_size"] < 0
+                or (p["codec"] == "none" and p["size"] != p["stored_size"])):
+            raise ValueError(f"malformed pointer {value[:200]!r}")
         if p["store"] not in stores:
             raise ValueError(f"unknown store {p['store']!r}")
         check_key(p["key"])
         if p["size"] > MAX_SIZE or p["stored_size"] > MAX_SIZE:
             raise ValueError("payload too large")
-        stored = stores[p["store"]](p["key"])
+        stored = stores[p["store"]](p["key"], p["stored_size"])
         if len(stored) != p["stored_size"]:
             raise ValueError("stored_size mismatch")
         data = decompress(p["codec"], stored, p["size"])
@@ -75,7 +113,11 @@ def resolve(value, headers, stores):
             raise ValueError("payload does not match the pointer")
         return data
     if "offloader-codec" in h:
+        if not DECIMAL.match(h.get("offloader-size") or b""):
+            raise ValueError("offloader-size is not a decimal size")
         size = int(h["offloader-size"])
+        if size > MAX_SIZE:
+            raise ValueError("inline value too large")
         data = decompress(h["offloader-codec"].decode(), value, size)
         if len(data) != size:
             raise ValueError("inline size mismatch")
