@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m
 
-.PHONY: build demo bench test unit integration vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo bench test unit integration fuzz vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
@@ -25,9 +25,24 @@ demo: build
 bench:
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
 
-## test: vet, format check, unit and integration tests with real Kafka + Azurite.
+## test: vet, format check, unit and integration tests with real Kafka + Azurite,
+## then each fuzz target for a few seconds.
 test: vet fmt-check
 	scripts/with-services.sh $(GO) test $(TESTFLAGS) ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+# Fuzz targets and their packages; their seeds (the hostile inputs found so
+# far) are in each package's testdata/fuzz and run with every go test.
+FUZZ_TARGETS := FuzzDecode:./pointer FuzzResolve:./resolver FuzzAdmit:./dlt FuzzLoad:./config
+FUZZTIME ?= 2m
+
+## fuzz: each fuzz target for FUZZTIME (default 2m); a failing input is
+## written to the package's testdata/fuzz.
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz: $${t%%:*} in $${t#*:} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 ## unit: the tests that need no broker and no store emulator.
 unit:

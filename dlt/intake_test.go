@@ -100,7 +100,9 @@ func TestRetryRecordsNameOnlyTheirSources(t *testing.T) {
 
 // FuzzAdmit: no header values make Admit panic; a source record never keeps
 // a retry header or changes its coordinates, and a retry record's coordinates
-// are always a source partition or its own.
+// are always a source partition or its own. The retry or dead-letter record
+// built from what was admitted carries each context header once, and at most
+// a few KiB of them whatever the forged headers held.
 func FuzzAdmit(f *testing.F) {
 	f.Add(true, "orders", "3", "900", "1", "1700000000000", "1700000005000")
 	f.Add(false, "sec.raw3", "0", "4", "1", "1", "1")
@@ -128,6 +130,19 @@ func FuzzAdmit(f *testing.F) {
 		default:
 			if n, ok := intake.Sources[got.Topic]; !ok || got.Partition < 0 || int(got.Partition) >= n || got.Offset < 0 {
 				t.Fatalf("retry record admitted as %s/%d@%d", got.Topic, got.Partition, got.Offset)
+			}
+		}
+		failure := Failure{Record: got, Err: errors.New(first), Stage: "transforms[0] (offload)", Attempts: Attempts(got) + 1, At: time.UnixMilli(1)}
+		for _, out := range []*pipeline.Record{Record(failure, "p", "orders.dlt"), RetryRecord(failure, "p", "orders.retry-1", time.Second)} {
+			seen := map[string]bool{}
+			for _, h := range out.Headers {
+				if seen[h.Key] {
+					t.Fatalf("header %s appears twice", h.Key)
+				}
+				seen[h.Key] = true
+			}
+			if size := pipeline.HeadersSize(out.Headers); size > 4096 {
+				t.Fatalf("the headers offloader wrote take %d bytes", size)
 			}
 		}
 	})

@@ -36,7 +36,7 @@ type fixture struct {
 	ptr     pointer.Pointer
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	s, err := filesystem.Open("disk", filesystem.Config{Root: filepath.Join(root, "store"), DirMode: 0o750, FileMode: 0o640})
@@ -174,9 +174,9 @@ func TestCacheServesRepeatsWithinItsBound(t *testing.T) {
 func FuzzResolve(f *testing.F) {
 	f.Add([]byte(`{"v":1,"store":"disk","key":"p/t/0/1","size":1,"sha256":"` + strings.Repeat("0", 64) + `","codec":"none","stored_size":1}`))
 	f.Add([]byte(`{"v":1,"store":"disk","key":"../../x","size":-1}`))
+	fx := newFixture(f)
+	r := fx.resolver(Options{MaxSize: 1 << 20})
 	f.Fuzz(func(t *testing.T, value []byte) {
-		fx := newFixture(t)
-		r := fx.resolver(Options{MaxSize: 1 << 20})
 		res, err := r.Resolve(context.Background(), value, ptrHeaders)
 		if err == nil && !bytes.Equal(res.Value, fx.payload) {
 			t.Fatalf("resolved %q to %d bytes that are not the stored payload", value, len(res.Value))
