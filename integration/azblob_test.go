@@ -1,11 +1,19 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"runtime"
+	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/azblob"
 	"github.com/offloader/offloader/stores/storetest"
 )
@@ -26,4 +34,47 @@ func TestAzureBlobConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.Run(t, s)
+}
+
+// TestAzureBlobReadIsBoundedByThePointer: a forged pointer naming a blob
+// larger than it claims costs the resolver what it claims (bounded by
+// MaxSize), not the blob's size: the store refuses it from Content-Length.
+func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
+	cfg := azblob.DefaultConfig()
+	cfg.ConnectionString = azureConnStr
+	cfg.Container = uniqueName(t, "c")
+	cfg.CreateContainer = true
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := azblob.Open(ctx, "blob", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("b"), 96<<20)
+	if err := s.Put(ctx, "p/t/0/big", big, nil); err != nil {
+		t.Fatal(err)
+	}
+	big = nil
+	const maxSize = 64 << 20
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"blob": s}, MaxSize: maxSize})
+	for _, claim := range []int64{150, maxSize} {
+		p := pointer.Pointer{Store: "blob", Key: "p/t/0/big", Size: claim, SHA256: strings.Repeat("0", 64), Codec: pointer.CodecNone, StoredSize: claim}
+		runtime.GC()
+		before := heapAllocs()
+		_, err := res.Resolve(ctx, p.Encode(), func(name string) ([]byte, bool) { return []byte("v1"), name == pointer.HeaderPointer })
+		allocated := heapAllocs() - before
+		if !errors.Is(err, resolver.ErrChecksum) {
+			t.Errorf("claim %d: %v, want ErrChecksum", claim, err)
+		}
+		if allocated > 8<<20 {
+			t.Errorf("claim %d bytes of a 96 MiB blob: resolving allocated %d MiB", claim, allocated>>20)
+		}
+	}
+}
+
+// heapAllocs is the bytes the Go heap has handed out so far (runtime/metrics).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

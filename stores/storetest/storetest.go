@@ -80,8 +80,14 @@ func Run(t *testing.T, s stores.Store) {
 		if err := s.Put(ctx, key, []byte("victim payload"), mine); err != nil {
 			t.Fatal(err)
 		}
+		// Small and multi-MiB (block uploads, where the backend has them).
+		attacker := map[string][]byte{"small": []byte("attacker"), "large": bytes.Repeat([]byte("a"), 2<<20+1)}
 		for _, other := range []stores.Metadata{{stores.MetaOwner: "raw/0/5"}, nil} {
-			err := s.Put(ctx, key, []byte("attacker"), other)
+			err := s.Put(ctx, key, attacker["small"], other)
+			if !errors.Is(err, stores.ErrOwnedByOther) || stores.KindOf(err) != stores.Permanent {
+				t.Errorf("Put by owner %q over raw/0/4's object = %v, want a permanent ErrOwnedByOther", other[stores.MetaOwner], err)
+			}
+			err = s.Put(ctx, key, attacker["large"], other)
 			if !errors.Is(err, stores.ErrOwnedByOther) || stores.KindOf(err) != stores.Permanent {
 				t.Errorf("Put by owner %q over raw/0/4's object = %v, want a permanent ErrOwnedByOther", other[stores.MetaOwner], err)
 			}
