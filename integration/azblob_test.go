@@ -36,7 +36,7 @@ func TestAzureBlobConformance(t *testing.T) {
 	storetest.Run(t, s)
 }
 
-// TestAzureBlobReadIsBoundedByThePointer: a forged pointer naming a blob
+// TestAzureBlobReadIsBoundedByThePointer: a forged pointer naming a 256 MiB blob
 // larger than it claims costs the resolver what it claims (bounded by
 // MaxSize), not the blob's size: the store refuses it from Content-Length.
 func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
@@ -50,7 +50,7 @@ func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := bytes.Repeat([]byte("b"), 96<<20)
+	big := bytes.Repeat([]byte("b"), 256<<20)
 	if err := s.Put(ctx, "p/t/0/big", big, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
 			t.Errorf("claim %d: %v, want ErrChecksum", claim, err)
 		}
 		if allocated > 8<<20 {
-			t.Errorf("claim %d bytes of a 96 MiB blob: resolving allocated %d MiB", claim, allocated>>20)
+			t.Errorf("claim %d bytes of a 256 MiB blob: resolving allocated %d MiB", claim, allocated>>20)
 		}
 	}
 }

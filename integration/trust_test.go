@@ -113,7 +113,8 @@ pipelines:
 }
 
 // TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole: a record whose key,
-// or one header, is over the slim and dead-letter topics' limits no longer
+// or one header, is 1 MiB, over the slim and dead-letter topics' default
+// limits, no longer
 // stops the pipeline on every restart: it is stored whole as one object, the
 // dead-letter topic gets a pointer to it with the error headers, and it
 // resolves to the original key, value and headers byte for byte. Its small
@@ -121,8 +122,8 @@ pipelines:
 func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
-	createTopic(t, slim, 1, map[string]string{"max.message.bytes": "200000"})
-	createTopic(t, dead, 1, map[string]string{"max.message.bytes": "200000"})
+	createTopic(t, slim, 1, nil) // the broker's default limits, 1 MiB
+	createTopic(t, dead, 1, nil)
 	root := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 pipelines:
@@ -138,13 +139,13 @@ pipelines:
       - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
     observability: {listen: "", log_format: console}
 `, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
-	fatKey := bytes.Repeat([]byte("k"), 300_000)
-	fatHeader := []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: "blob", Value: bytes.Repeat([]byte{0xff, 0x00}, 150_000)}, {Key: "nil", Value: nil}}
+	fatKey := bytes.Repeat([]byte("k"), 1<<20)
+	fatHeader := []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: "blob", Value: bytes.Repeat([]byte{0xff, 0x00}, 1<<19)}, {Key: "nil", Value: nil}}
 	recs := []sourceRecord{
 		{key: []byte("0"), value: []byte("small")},
 		{key: fatKey, value: []byte("tiny"), headers: []kafka.Header{{Key: "trace", Value: []byte("t0")}}},
 		{key: []byte("2"), value: []byte("seven b"), headers: fatHeader},
-		{key: []byte("3"), value: bytes.Repeat([]byte("v"), 300_000)},
+		{key: []byte("3"), value: bytes.Repeat([]byte("v"), 2<<20)},
 	}
 	produceRecords(t, raw, recs)
 	d := startDaemon(t, cfg)
@@ -187,7 +188,7 @@ pipelines:
 			}
 		}
 	}
-	// Objects: the 300,000-byte value of offset 3, and the two whole records;
+	// Objects: the 2 MiB value of offset 3, and the two whole records;
 	// nothing for the small values of offsets 1 and 2.
 	for _, name := range []string{"1", "2"} {
 		if _, err := os.Stat(filepath.Join(root, "fat", raw, "0", name)); !os.IsNotExist(err) {
