@@ -127,15 +127,8 @@ type Failure struct {
 // timestamp and headers plus the context headers, bound for topic.
 func Record(f Failure, pipelineName, topic string) *pipeline.Record {
 	in := f.Record
-	out := in.Clone()
+	out := without(in, contextHeaders)
 	out.Destination = topic
-	kept := out.Headers[:0]
-	for _, h := range out.Headers {
-		if !contextHeaders[h.Key] {
-			kept = append(kept, h)
-		}
-	}
-	out.Headers = kept
 	add := func(k, v string) { out.Headers = append(out.Headers, pipeline.Header{Key: k, Value: []byte(v)}) }
 	add(HeaderTopic, in.Topic)
 	add(HeaderPartition, strconv.Itoa(int(in.Partition)))
@@ -229,10 +222,15 @@ func Clean(r *pipeline.Record) *pipeline.Record {
 	if _, ok := r.Header(HeaderRetryAttempts); !ok {
 		return r
 	}
+	return without(r, contextHeaders)
+}
+
+// without returns a copy of r without the headers named in names.
+func without(r *pipeline.Record, names map[string]bool) *pipeline.Record {
 	c := *r
 	c.Headers = make([]pipeline.Header, 0, len(r.Headers))
 	for _, h := range r.Headers {
-		if !contextHeaders[h.Key] {
+		if !names[h.Key] {
 			c.Headers = append(c.Headers, h)
 		}
 	}

@@ -52,11 +52,11 @@ func (in Intake) Admit(r *pipeline.Record) (admitted *pipeline.Record, stripped 
 		if stripped == 0 {
 			return r, 0, nil
 		}
-		return withoutRetryHeaders(r), stripped, nil
+		return without(r, retryHeaders), stripped, nil
 	}
 	topic, partition, offset, err := in.original(r)
 	if err != nil {
-		return withoutRetryHeaders(r), 0, fmt.Errorf("%w: record %s/%d@%d: %v", ErrInvalidRetry, r.Topic, r.Partition, r.Offset, err)
+		return without(r, retryHeaders), 0, fmt.Errorf("%w: record %s/%d@%d: %v", ErrInvalidRetry, r.Topic, r.Partition, r.Offset, err)
 	}
 	c := *r
 	c.Topic, c.Partition, c.Offset = topic, partition, offset
@@ -110,17 +110,6 @@ func (in Intake) original(r *pipeline.Record) (string, int32, int64, error) {
 		}
 	}
 	return topic, int32(partition), offset, nil
-}
-
-func withoutRetryHeaders(r *pipeline.Record) *pipeline.Record {
-	c := *r
-	c.Headers = make([]pipeline.Header, 0, len(r.Headers))
-	for _, h := range r.Headers {
-		if !retryHeaders[h.Key] {
-			c.Headers = append(c.Headers, h)
-		}
-	}
-	return &c
 }
 
 // decimal parses ASCII digits only (no sign, no spaces), at most 18 of them.

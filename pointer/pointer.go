@@ -61,20 +61,13 @@ type Pointer struct {
 	StoredSize int64 `json:"stored_size"`
 }
 
-// wire is the JSON shape, with the version first.
-type wire struct {
-	V          int    `json:"v"`
-	Store      string `json:"store"`
-	Key        string `json:"key"`
-	Size       int64  `json:"size"`
-	SHA256     string `json:"sha256"`
-	Codec      string `json:"codec"`
-	StoredSize int64  `json:"stored_size"`
-}
-
 // Encode returns the pointer's JSON value.
 func (p Pointer) Encode() []byte {
-	b, err := json.Marshal(wire{V: 1, Store: p.Store, Key: p.Key, Size: p.Size, SHA256: p.SHA256, Codec: p.Codec, StoredSize: p.StoredSize})
+	// The version first, then the members in the documented order.
+	b, err := json.Marshal(struct {
+		V int `json:"v"`
+		Pointer
+	}{1, p})
 	if err != nil {
 		panic("pointer: encoding a struct of strings and integers failed: " + err.Error())
 	}
