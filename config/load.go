@@ -84,12 +84,16 @@ func Load(path string, opts Options) (*File, error) {
 		if err != nil {
 			problems.Add("", "%v", err)
 		} else {
-			k = koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
-			k.Load(confmap.Provider(raw, ""), nil)
-			if err := k.Load(confmap.Provider(overrides.tree(name, raw), ""), nil); err != nil {
-				problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
+			merged := koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
+			err := merged.Load(confmap.Provider(raw, ""), nil)
+			if err == nil {
+				err = merged.Load(confmap.Provider(overrides.tree(name, raw), ""), nil)
 			}
-			raw = k.Raw()
+			if err != nil {
+				problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
+			} else {
+				raw = merged.Raw()
+			}
 		}
 	}
 	collectSecrets("", raw, secrets)

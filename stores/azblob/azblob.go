@@ -299,15 +299,16 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error
 	if size > limit {
 		return nil, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	n, err := io.Copy(buf, io.LimitReader(body, size+1))
-	if err != nil {
+	// One byte more than Content-Length tells a body that is longer.
+	buf := make([]byte, size+1)
+	n, err := io.ReadFull(body, buf)
+	switch {
+	case err != nil && err != io.ErrUnexpectedEOF && err != io.EOF: // EOF: an empty blob
 		return nil, s.fail("get", key, err)
+	case int64(n) != size:
+		return nil, s.fail("get", key, fmt.Errorf("the body held %d bytes or more, Content-Length said %d", n, size))
 	}
-	if n != size {
-		return nil, s.fail("get", key, fmt.Errorf("the body held %d bytes, Content-Length said %d", n, size))
-	}
-	return buf.Bytes(), nil
+	return buf[:n], nil
 }
 
 // Stat reads the blob's properties.
