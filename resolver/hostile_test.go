@@ -17,6 +17,7 @@ import (
 
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/stores"
 )
 
 // allocated returns the bytes the Go heap has handed out since the process
@@ -133,6 +134,20 @@ func TestStoreRootHoldsAgainstLinksAndSpecialFiles(t *testing.T) {
 			t.Fatalf("%s: Resolve still blocked 28 s past its context deadline", key)
 		}
 		cancel()
+	}
+}
+
+// TestStoreMetadataIsNoObject: a pointer naming the filesystem store's own
+// metadata is malformed, not a read of it.
+func TestStoreMetadataIsNoObject(t *testing.T) {
+	f := newFixture(t)
+	if err := f.store.Put(context.Background(), "p/t/0/9", f.payload, stores.Metadata{stores.MetaOwner: "t/0/9"}); err != nil {
+		t.Fatal(err)
+	}
+	p := f.ptr
+	p.Key = ".offloader-meta/p/t/0/9.json"
+	if _, err := f.resolver(Options{}).Resolve(context.Background(), p.Encode(), ptrHeaders); !errors.Is(err, ErrMalformed) {
+		t.Errorf("pointer to the metadata file: %v, want ErrMalformed", err)
 	}
 }
 

@@ -197,6 +197,8 @@ func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func
 			return Result{Value: value, Pointer: &p}, nil
 		}
 		return Result{}, fmt.Errorf("store %q key %s: %w", p.Store, p.Key, ErrNotFound)
+	case errors.Is(err, stores.ErrInvalidKey): // a key this backend refuses, such as its metadata
+		return Result{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	case errors.Is(err, stores.ErrOverLimit):
 		return Result{}, fmt.Errorf("%w: object %s holds more than the %d bytes of stored_size", ErrChecksum, p.Key, p.StoredSize)
 	case stores.IsRetryable(err):
