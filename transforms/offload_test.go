@@ -151,3 +151,35 @@ func TestAutoThresholdFollowsSlimTopicLimit(t *testing.T) {
 		t.Error("threshold over the slim topic limit was accepted")
 	}
 }
+
+// TestOffloadStoresNothingThatCannotHelp: a record whose key alone is over the
+// slim topic's limit passes unchanged (the size check dead-letters it whole),
+// without a store call; StoreRecord keeps all of it, owned by its coordinates.
+func TestOffloadStoresNothingThatCannotHelp(t *testing.T) {
+	store := &memStore{objects: map[string][]byte{}}
+	o := newTestOffload(t, store, "64KiB", time.Second)
+	fat := &pipeline.Record{Topic: "orders.raw", Partition: 1, Offset: 9, Key: bytes.Repeat([]byte("k"), 1<<20), Value: []byte("tiny"),
+		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t")}, {Key: "null", Value: nil}}, Timestamp: time.UnixMilli(1700000000123)}
+	if got, err := o.Apply(context.Background(), fat); err != nil || got != fat || store.puts != 0 {
+		t.Fatalf("Apply on a 1 MiB key: %p (input %p), %v, %d puts; want the record unchanged and no put", got, fat, err, store.puts)
+	}
+	ptr, err := o.StoreRecord(context.Background(), fat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Key != nil || ptr.Offset != 9 || !ptr.HasHeader(pointer.HeaderRecord, []byte("v1")) || pointer.CheckVersion(ptr.Header) != nil {
+		t.Fatalf("StoreRecord returned key %d bytes, offset %d, headers %v", len(ptr.Key), ptr.Offset, ptr.Headers)
+	}
+	p, err := pointer.Decode(ptr.Value)
+	if err != nil || p.Key != "orders/orders.raw/1/9.record" {
+		t.Fatalf("pointer %+v, %v", p, err)
+	}
+	whole, err := pointer.DecodeRecord(store.objects[p.Key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole.Key, fat.Key) || string(whole.Value) != "tiny" || whole.Timestamp != 1700000000123 || len(whole.Headers) != 2 ||
+		string(whole.Headers[0].Key) != "trace" || whole.Headers[1].Value != nil {
+		t.Errorf("stored record differs from the original: %d-byte key, value %q, headers %+v", len(whole.Key), whole.Value, whole.Headers)
+	}
+}
