@@ -99,9 +99,14 @@ func Decode(name string, src []byte, size int64) ([]byte, error) {
 	var r io.Reader
 	switch name {
 	case Zstd:
-		// A frame header may declare its size; refuse before allocating.
+		// The decoder allocates the window its frame header names before it
+		// produces anything, so refuse first what cannot be: a frame that
+		// declares another size, or more output than the input could hold.
 		if h := (zstd.Header{}); h.Decode(src) == nil && h.HasFCS && h.FrameContentSize != uint64(size) {
 			return nil, fmt.Errorf("%w: codec zstd: frame holds %d bytes, expected %d", ErrCorrupt, h.FrameContentSize, size)
+		}
+		if most := zstdMaxOutput(len(src)); size > most {
+			return nil, fmt.Errorf("%w: codec zstd: %d bytes cannot decode to %d (at most %d)", ErrCorrupt, len(src), size, most)
 		}
 		dec, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(size)+1<<20))
 		if err != nil {
@@ -138,6 +143,13 @@ func Decode(name string, src []byte, size int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: codec %s: %v", ErrCorrupt, name, err)
 	}
 	return out, nil
+}
+
+// zstdMaxOutput is the most a Zstandard payload of n bytes can decode to
+// (RFC 8878): every block takes at least 4 bytes (a 3-byte header and one of
+// content, as an RLE block) and yields at most 128 KiB.
+func zstdMaxOutput(n int) int64 {
+	return (int64(n)/4 + 1) * (128 << 10)
 }
 
 // readBounded reads exactly size bytes from r, the decoder of srcLen input

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestRoundTripEveryCodec(t *testing.T) {
@@ -61,5 +63,23 @@ func TestUnknownCodec(t *testing.T) {
 	}
 	if Known("none") || !Known("lz4") {
 		t.Error("Known")
+	}
+}
+
+// TestMostCompressiblePayloadsStillDecode: the bound that refuses impossible
+// zstd claims (at most 128 KiB per 4 input bytes) never refuses a real
+// payload, even 64 MiB of zeros, encoded whole or streamed.
+func TestMostCompressiblePayloadsStillDecode(t *testing.T) {
+	zeros := make([]byte, 64<<20)
+	whole, _ := Encode(Zstd, zeros)
+	var streamed bytes.Buffer
+	w, _ := zstd.NewWriter(&streamed, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	w.Write(zeros)
+	w.Close()
+	for name, enc := range map[string][]byte{"encoded whole": whole, "streamed": streamed.Bytes()} {
+		out, err := Decode(Zstd, enc, int64(len(zeros)))
+		if err != nil || !bytes.Equal(out, zeros) {
+			t.Errorf("64 MiB of zeros %s (%d bytes): %v", name, len(enc), err)
+		}
 	}
 }

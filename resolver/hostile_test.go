@@ -61,22 +61,28 @@ func TestForgedPointerCostsNoMoreThanItClaims(t *testing.T) {
 			t.Errorf("%s: resolving a pointer to a 1 GiB object allocated %d MiB, more than twice MaxSize (%d MiB)", name, n>>20, 2*maxSize>>20)
 		}
 	}
-	// Twenty 10-byte inline values claiming 64 MiB each.
-	bomb, _ := codec.Encode(codec.Zstd, []byte("0123456789"))
+	// Twenty 10-byte inline values claiming 64 MiB each: a zstd frame whose
+	// header names a 64 MiB window (what the decoder allocates up front) and
+	// holds one RLE block; and each codec's own encoding of 10 bytes.
+	windowBomb := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x80, 0x03, 0x00, 0x10, 'x'}
+	bombs := map[string][]byte{"zstd with a 64 MiB window": windowBomb}
 	for _, name := range codec.Names {
-		enc, _ := codec.Encode(name, []byte("0123456789"))
-		if name == codec.Zstd {
-			enc = bomb
-		}
+		bombs[name], _ = codec.Encode(name, []byte("0123456789"))
+	}
+	for name, enc := range bombs {
+		c := strings.Fields(name)[0]
 		n := allocatedBy(func() {
 			for range 20 {
-				if _, err := r.Resolve(context.Background(), enc, headers(pointer.HeaderInlineCodec, name, pointer.HeaderInlineSize, fmt.Sprint(maxSize))); !errors.Is(err, ErrChecksum) {
+				if _, err := r.Resolve(context.Background(), enc, headers(pointer.HeaderInlineCodec, c, pointer.HeaderInlineSize, fmt.Sprint(maxSize))); !errors.Is(err, ErrChecksum) {
 					t.Errorf("%s inline value claiming 64 MiB: %v, want ErrChecksum", name, err)
 				}
 			}
 		})
 		if n > 2*maxSize {
-			t.Errorf("%s: twenty 10-byte values claiming 64 MiB allocated %d MiB, more than twice MaxSize", name, n>>20)
+			t.Errorf("%s: twenty %d-byte values claiming 64 MiB allocated %d MiB, more than twice MaxSize", name, len(enc), n>>20)
+		}
+		if name == "zstd with a 64 MiB window" && n > 4<<20 {
+			t.Errorf("%s: twenty 10-byte values allocated %d MiB; they can decode to 128 KiB each at most", name, n>>20)
 		}
 	}
 	// A true 64 MiB payload, zstd-compressed, costs about its size.
