@@ -139,12 +139,20 @@ func waitReady(t testing.TB, base string, timeout time.Duration) {
 
 func readyz(t testing.TB, base string) int {
 	t.Helper()
+	code, _ := readyzBody(t, base)
+	return code
+}
+
+// readyzBody returns /readyz's status code and body.
+func readyzBody(t testing.TB, base string) (int, string) {
+	t.Helper()
 	resp, err := http.Get(base + "/readyz")
 	if err != nil {
 		t.Fatalf("GET /readyz: %v", err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func setTopicConfig(t *testing.T, topic, name, value string) {
@@ -287,8 +295,9 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 
 // TestStoreOutageLosesNothing stops Azurite (1) before the daemon starts: it
 // exits 1 naming the store, having consumed nothing; (2) mid-run: the daemon
-// pauses loudly (log, offloader_paused, /readyz 503) for longer than its store
-// budget and resumes when Azurite is back. Every record arrives exactly once.
+// pauses loudly (log, offloader_paused, /readyz 503 with the reason, for the
+// whole outage) for longer than its store budget and resumes when Azurite is
+// back, logging both once. Every record arrives exactly once.
 func TestStoreOutageLosesNothing(t *testing.T) {
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
@@ -323,11 +332,20 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	services(t, "stop", "azurite")
 	d.waitForLog(t, "payload store unavailable past its budget: pipeline paused", 30*time.Second)
 	waitForMetric(t, base, "offloader_paused", func(v float64) bool { return v == 1 }, 5*time.Second)
-	if code := readyz(t, base); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz answers %d while paused, want 503", code)
-	}
 	pausedAt := metric(t, base, "offloader_records_out_total")
-	time.Sleep(2 * budget)
+	// Probed through two store budgets of retries, /readyz never flaps.
+	probes, ready := 0, 0
+	for end := time.Now().Add(2 * budget); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		code, body := readyzBody(t, base)
+		probes++
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, `paused: store "payloads" unavailable since `) {
+			ready++
+			t.Logf("/readyz while paused: %d %q", code, body)
+		}
+	}
+	if ready > 0 {
+		t.Errorf("/readyz answered other than 503 with the pause's reason to %d of %d probes during the outage", ready, probes)
+	}
 	if out := metric(t, base, "offloader_records_out_total"); out != pausedAt {
 		t.Errorf("records out went from %v to %v while the store was down", pausedAt, out)
 	}
@@ -336,6 +354,14 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
 	if v := metric(t, base, "offloader_paused"); v != 0 {
 		t.Errorf("offloader_paused is %v after the store came back", v)
+	}
+	if code, body := readyzBody(t, base); code != http.StatusOK {
+		t.Errorf("/readyz answers %d %q after the store came back, want 200", code, body)
+	}
+	for _, line := range []string{"pipeline paused", "pipeline resumed"} {
+		if n := strings.Count(d.output(), line); n != 1 {
+			t.Errorf("%q logged %d times, want once", line, n)
+		}
 	}
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("daemon exit code %d after SIGTERM, want 0", code)

@@ -37,6 +37,9 @@ type Metrics struct {
 	Paused            prometheus.Gauge
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
+	// pausedFor is why the pipeline is paused (empty: it is not); /readyz
+	// answers 503 with it for as long as the pause lasts.
+	pausedFor atomic.Pointer[string]
 }
 
 // NewMetrics registers the metrics of one pipeline.
@@ -84,8 +87,22 @@ func NewMetrics(pipeline string) *Metrics {
 	return m
 }
 
-// SetReady marks the pipeline ready (assigned partitions and not paused) or not.
+// SetReady marks the pipeline ready (it holds partitions) or not. A pause
+// keeps /readyz at 503 whatever this says.
 func (m *Metrics) SetReady(ready bool) { m.ready.Store(ready) }
+
+// Pause marks the pipeline paused for reason until Resume: offloader_paused is
+// 1 and /readyz answers 503 with the reason.
+func (m *Metrics) Pause(reason string) {
+	m.pausedFor.Store(&reason)
+	m.Paused.Set(1)
+}
+
+// Resume ends a pause.
+func (m *Metrics) Resume() {
+	m.pausedFor.Store(nil)
+	m.Paused.Set(0)
+}
 
 // SetHealthy marks the process unhealthy after a fatal error.
 func (m *Metrics) SetHealthy(healthy bool) { m.healthy.Store(healthy) }
@@ -107,8 +124,12 @@ func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Durati
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if reason := m.pausedFor.Load(); reason != nil {
+			http.Error(w, "paused: "+*reason, http.StatusServiceUnavailable)
+			return
+		}
 		if !m.ready.Load() {
-			http.Error(w, "not ready: no partitions assigned, or paused", http.StatusServiceUnavailable)
+			http.Error(w, "not ready: no partitions assigned", http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

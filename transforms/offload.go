@@ -151,7 +151,7 @@ func sizeThreshold(step, setting string, deps Deps) (int, error) {
 		if deps.SlimTopicLimit > 0 && int(size) > deps.SlimTopicLimit {
 			return 0, fmt.Errorf("%s: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", step, size, deps.SlimTopicLimit)
 		}
-		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(size)), zap.Int("slim_topic_limit_bytes", deps.SlimTopicLimit))
+		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(size)), zap.Int("topic_limit_bytes", deps.SlimTopicLimit))
 		return int(size), nil
 	}
 	if deps.SlimTopicLimit <= 0 {
@@ -161,9 +161,9 @@ func sizeThreshold(step, setting string, deps Deps) (int, error) {
 	if threshold < int(settings.KiB) {
 		return 0, fmt.Errorf("%s: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", step, deps.SlimTopicLimit, AutoThresholdHeadroom)
 	}
-	logger.Info("threshold derived from the slim topic's limit", zap.String("step", step),
+	logger.Info("threshold derived from the topic's limit", zap.String("step", step),
 		zap.Int("threshold_bytes", threshold),
-		zap.Int("slim_topic_limit_bytes", deps.SlimTopicLimit),
+		zap.Int("topic_limit_bytes", deps.SlimTopicLimit),
 		zap.Int("headroom_bytes", int(AutoThresholdHeadroom)))
 	return threshold, nil
 }

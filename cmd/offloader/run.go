@@ -63,8 +63,9 @@ A payload store that does not answer at start-up within errors.store_budget
 ends the run with exit 1 before anything is consumed. If the store stays
 unavailable past errors.store_budget while running, the pipeline pauses: the
 transaction is not committed, the batch is rewound and retried with a growing
-backoff (up to 30s), /readyz answers 503 and offloader_paused is 1. Nothing is
-skipped.`,
+backoff (up to 30s). Until a batch commits again, /readyz answers 503 with the
+reason (paused: store "blob" unavailable since ...) and offloader_paused is 1;
+the pause and the resume are each logged once. Nothing is skipped.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("run"))
 			src := c.pipelineFlags(fs)
@@ -172,6 +173,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 			dltCfg := *cfg
 			dltDeps := deps
 			dltDeps.SlimTopicLimit = topology.DeadLetterLimit()
+			dltDeps.Logger = logger.With(zap.String("for", "retry and dead-letter records"))
 			dltCfg.Threshold = transforms.ThresholdAuto
 			o, err := transforms.NewOffload(dltCfg, dltDeps)
 			if err != nil {

@@ -136,6 +136,7 @@ type Runner struct {
 	assigned    []kafka.TopicPartition
 	aborts      int // consecutive Kafka aborts of one batch
 	outages     int // consecutive batches paused on an unavailable store
+	pausedAt    time.Time
 	stop        <-chan struct{}
 	lastLag     time.Time
 	pending     *pendingCommit
@@ -482,8 +483,11 @@ func (r *Runner) flush(ctx context.Context) error {
 	if err := r.begin(ctx); err != nil { // no output opened it (all dropped): offsets only
 		return r.produceFailed(ctx, err)
 	}
-	r.m.Paused.Set(0)
-	r.outages = 0
+	if r.outages > 0 {
+		r.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for", time.Since(r.pausedAt)), zap.Int("attempts", r.outages))
+		r.m.Resume()
+		r.outages = 0
+	}
 	if err := r.handOff(ctx, slices.Clone(r.batchFirsts)); err != nil {
 		return err
 	}
@@ -821,18 +825,34 @@ func (r *Runner) transformFailed(ctx context.Context, err error) error {
 	if !stores.IsRetryable(err) {
 		return fmt.Errorf("%w: %v", ErrFatal, err)
 	}
-	r.m.Paused.Set(1)
-	r.m.SetReady(false)
 	backoff := min(30*time.Second, time.Duration(1<<min(r.outages, 5))*time.Second)
 	r.outages++
-	r.log.Error("payload store unavailable past its budget: pipeline paused, the batch will be retried",
-		zap.Error(err), zap.Duration("retry_in", backoff), zap.Int("attempt", r.outages))
+	if r.outages == 1 {
+		// Logged and shown once, for the whole pause: /readyz stays 503
+		// until a batch commits again.
+		r.pausedAt = time.Now()
+		reason := pauseReason(err, r.pausedAt)
+		r.m.Pause(reason)
+		r.log.Error("payload store unavailable past its budget: pipeline paused, the batch is retried until the store answers",
+			zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", backoff))
+	} else {
+		r.log.Debug("payload store still unavailable: retrying the batch", zap.Error(err), zap.Duration("retry_in", backoff),
+			zap.Int("attempt", r.outages), zap.Duration("paused_for", time.Since(r.pausedAt)))
+	}
 	if err := r.rewind(nil); err != nil {
 		return err
 	}
 	r.wait(ctx, backoff)
-	r.m.SetReady(len(r.assigned) > 0)
 	return nil
+}
+
+// pauseReason says which store made the pipeline pause, and since when.
+func pauseReason(err error, since time.Time) string {
+	store := "the payload store"
+	if se := (*stores.Error)(nil); errors.As(err, &se) {
+		store = fmt.Sprintf("store %q", se.Store)
+	}
+	return fmt.Sprintf("%s unavailable since %s", store, since.UTC().Format(time.RFC3339))
 }
 
 // wait sleeps for d after a rewind; a signal ends the wait at once (the batch
