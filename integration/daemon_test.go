@@ -410,7 +410,12 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 			}
 		}
 	}
-	d := startDaemon(t, cfg, txid)
+	// The last restart after kill -9: a static member rejoins at once (no
+	// wait for the dead member's session to expire) and commits.
+	restarted := time.Now()
+	d := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
+	waitForMetric(t, d.metricsURL(t), "offloader_transactions_committed_total", func(v float64) bool { return v > 0 }, 60*time.Second)
+	t.Logf("restart after kill -9: first transaction committed %s after the process started", time.Since(restarted).Round(10*time.Millisecond))
 	got := consumeAll(t, slim, len(recs), 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("final daemon exit code %d, want 0", code)

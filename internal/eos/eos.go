@@ -202,8 +202,19 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 }
 
 // consumerConfig is the consumer's librdkafka configuration for a pipeline.
+// The member is static (KIP-345) by default, under the same stable identity
+// as the transactional.id: an instance that restarts, after kill -9 too,
+// rejoins with its partitions at once instead of waiting for the dead
+// member's session to expire, and its InitTransactions fences its
+// predecessor. A member that stops for good keeps its partitions until
+// session.timeout.ms passes (librdkafka's static members do not leave the
+// group on close).
 func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
-	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
+	defaults := kafka.ConfigMap{"group.instance.id": TransactionalID(p)}
+	for k, v := range consumerDefaults {
+		defaults[k] = v
+	}
+	return configMap(defaults, p.Kafka.Consumer, kafka.ConfigMap{
 		"bootstrap.servers":        p.Kafka.BootstrapServers,
 		"group.id":                 p.Source.Group,
 		"isolation.level":          "read_committed",
