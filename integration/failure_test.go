@@ -433,3 +433,35 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestAnInstanceFencedByItsTwinSaysSo: a second instance started with the
+// first one's transactional.id fences it; the first stops with exit 1 and a
+// message that says it was fenced and what to change (not librdkafka's
+// "Local: Fatal error"), and every record still arrives exactly once.
+func TestAnInstanceFencedByItsTwinSaysSo(t *testing.T) {
+	raw, slim, root, cfg := filesystemPipeline(t, "twins", 2)
+	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
+	recs := numberedRecords(2000, 2, 10, 100<<10, 1000)
+	produceRecords(t, raw, recs[:1000])
+	first := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
+	waitForMetric(t, first.metricsURL(t), "offloader_transactions_committed_total", func(v float64) bool { return v > 0 }, 60*time.Second)
+	second := startDaemon(t, cfg, txid)
+	if code := first.waitExit(t, 60*time.Second); code != 1 {
+		t.Fatalf("the fenced instance exited %d, want 1", code)
+	}
+	out := first.output()
+	if !strings.Contains(out, "fenced: another instance started with this one's transactional.id") || !strings.Contains(out, "give each instance its own kafka.transactional_id") {
+		t.Errorf("the fenced instance's log does not say it was fenced and what to change:\n%s", out)
+	}
+	produceRecords(t, raw, recs[1000:])
+	got := consumeAll(t, slim, len(recs), 90*time.Second)
+	if code := second.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("the second instance exited %d after SIGTERM, want 0", code)
+	}
+	store := openFS(t, root)
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+		}
+	})
+}

@@ -264,7 +264,7 @@ var ErrFatal = errors.New("fatal")
 // commits the batch in hand within ShutdownTimeout, leaves the group and returns nil.
 func (r *Runner) Run(ctx context.Context) (err error) {
 	defer func() {
-		closeErr := r.close()
+		closeErr := r.close(err)
 		if err == nil {
 			err = closeErr
 		}
@@ -328,7 +328,32 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	return err
 }
 
-func (r *Runner) close() error {
+// fatalCloseTimeout bounds closing the clients after a fatal error: a client
+// fenced by an instance with the same identity may never finish leaving its
+// group (a static member fenced by its twin keeps trying to rejoin, and
+// Close waits for it), and nothing is left to commit.
+const fatalCloseTimeout = 10 * time.Second
+
+// close settles the commit in flight, leaves the group and closes the
+// clients. After failed, a fatal error, closing is given fatalCloseTimeout
+// and then left to finish on its own: the process exits anyway.
+func (r *Runner) close(failed error) error {
+	if errors.Is(failed, ErrFatal) {
+		deadline := time.Now().Add(fatalCloseTimeout)
+		if err := bounded("closing the Kafka clients", deadline, 0, func() error { return r.closeClients() }); err != nil {
+			if errors.As(err, new(*stuckError)) {
+				r.log.Warn("the Kafka clients did not close in time after a fatal error: exiting without leaving the group",
+					zap.Duration("waited", fatalCloseTimeout), zap.NamedError("fatal", failed))
+				return nil
+			}
+			return err
+		}
+		return nil
+	}
+	return r.closeClients()
+}
+
+func (r *Runner) closeClients() error {
 	r.m.SetReady(false)
 	if r.pending != nil {
 		// Run failed with a commit in flight: let it finish before closing the
@@ -381,7 +406,7 @@ func (r *Runner) pollOnce() error {
 		r.m.RecordsIn.Inc()
 	case kafka.Error:
 		if e.IsFatal() {
-			return fmt.Errorf("%w: consumer: %v", ErrFatal, e)
+			return r.fatalError("consumer", e)
 		}
 		r.log.Warn("consumer error", zap.Error(e))
 	}
@@ -1001,7 +1026,7 @@ func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration
 		}
 		switch {
 		case kerr.IsFatal():
-			return fmt.Errorf("%w: %s: %v (another instance may use transactional.id %q)", ErrFatal, what, err, TransactionalID(r.p))
+			return r.fatalError(what, err)
 		case kerr.TxnRequiresAbort():
 			return &abortError{err: fmt.Errorf("%s: %w", what, err)}
 		case kerr.IsRetriable() || kerr.IsTimeout():
@@ -1018,6 +1043,26 @@ func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration
 			return fmt.Errorf("%w: %s: %v", ErrFatal, what, err)
 		}
 	}
+}
+
+// fatalError is the error that stops the instance after a fatal Kafka error
+// in what: librdkafka's own cause rather than its generic "Local: Fatal
+// error", and, when this instance was fenced, who fenced it and what to change.
+func (r *Runner) fatalError(what string, err error) error {
+	var kerr kafka.Error
+	if errors.As(err, &kerr) && kerr.Code() == kafka.ErrFatal && r.producer != nil {
+		if cause := r.producer.GetFatalError(); cause != nil {
+			err = cause
+		}
+	}
+	if errors.As(err, &kerr) {
+		switch kerr.Code() {
+		case kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch, kafka.ErrFencedInstanceID:
+			return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id %q (also its group.instance.id), so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+				ErrFatal, what, TransactionalID(r.p), r.p.Name, err)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", ErrFatal, what, err)
 }
 
 // abortOpen aborts the transaction of the batch in hand, if it opened one.

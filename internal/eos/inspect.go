@@ -90,7 +90,7 @@ func adminClient(p *config.Pipeline) (*kafka.AdminClient, error) {
 	adminCfg := kafka.ConfigMap{}
 	for k, v := range *consumerConfig(p) {
 		switch k {
-		case "group.id", "isolation.level", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
+		case "group.id", "group.instance.id", "isolation.level", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
 			"max.poll.interval.ms", "fetch.queue.backoff.ms":
 		default:
 			adminCfg[k] = v
