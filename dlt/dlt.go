@@ -33,6 +33,9 @@ const (
 	TooLarge Class = "record_too_large"
 	// Kafka: the broker or client failed; handled by the transaction's abort.
 	Kafka Class = "kafka"
+	// Canceled: the call was given up (a shutdown, or the batch broke on
+	// another record); the record is read again, never dead-lettered.
+	Canceled Class = "canceled"
 	// InvalidRetry: a record on a retry topic whose retry headers are missing
 	// or do not name a record of the pipeline's source topics. Only this
 	// pipeline writes there, so it was forged or corrupted: it goes to the
@@ -67,6 +70,8 @@ func Classify(err error) Class {
 		return InvalidRetry
 	case errors.Is(err, ErrKafka):
 		return Kafka
+	case stores.KindOf(err) == stores.Canceled:
+		return Canceled
 	case errors.Is(err, stores.ErrNotFound):
 		return StoreNotFound
 	case errors.As(err, &storeErr):

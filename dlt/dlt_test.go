@@ -1,6 +1,7 @@
 package dlt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,13 +25,15 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("route: the record has no header %q", "tenant"), Transform},
 		{fmt.Errorf("step: %w", &TooLargeError{Size: 2000, Limit: 1000, Gate: "the slim topic"}), TooLarge},
 		{fmt.Errorf("%w: produce failed", ErrKafka), Kafka},
+		{fmt.Errorf("offload: %w", &stores.Error{Store: "s", Op: "put", Kind: stores.Canceled, Err: context.Canceled}), Canceled},
+		{fmt.Errorf("rehydrate: %w", context.Canceled), Canceled},
 	}
 	for _, c := range cases {
 		if got := Classify(c.err); got != c.want {
 			t.Errorf("Classify(%v) = %s, want %s", c.err, got, c.want)
 		}
 	}
-	for class, want := range map[Class]bool{TransientStore: false, Kafka: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
+	for class, want := range map[Class]bool{TransientStore: false, Kafka: false, Canceled: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
 		if class.DeadLetters() != want {
 			t.Errorf("%s.DeadLetters() = %v", class, !want)
 		}

@@ -114,7 +114,7 @@ type Result struct {
 }
 
 // Resolve returns the original value of a record. Every error wraps one of
-// the package's sentinel errors.
+// the package's sentinel errors, or the context's when ctx was canceled.
 func (r *Resolver) Resolve(ctx context.Context, value []byte, header func(name string) ([]byte, bool)) (Result, error) {
 	if pointer.IsPointer(header) {
 		return r.ResolvePointer(ctx, value, header)
@@ -201,6 +201,8 @@ func (r *Resolver) ResolvePointer(ctx context.Context, value []byte, header func
 		return Result{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	case errors.Is(err, stores.ErrOverLimit):
 		return Result{}, fmt.Errorf("%w: object %s holds more than the %d bytes of stored_size", ErrChecksum, p.Key, p.StoredSize)
+	case stores.KindOf(err) == stores.Canceled:
+		return Result{}, err // the caller's context ended: errors.Is(err, context.Canceled)
 	case stores.IsRetryable(err):
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:

@@ -33,6 +33,10 @@ const (
 	Retryable
 	// NotFound means the object does not exist.
 	NotFound
+	// Canceled means the caller gave the call up (its context was canceled:
+	// a shutdown, or a batch broken by another record's failure). It says
+	// nothing about the store or the record.
+	Canceled
 )
 
 func (k Kind) String() string {
@@ -41,6 +45,8 @@ func (k Kind) String() string {
 		return "retryable"
 	case NotFound:
 		return "not found"
+	case Canceled:
+		return "canceled"
 	}
 	return "permanent"
 }
@@ -67,7 +73,8 @@ func (e *Error) Is(target error) bool {
 
 // KindOf returns the classification of err: the Kind of a wrapped *Error,
 // NotFound for ErrNotFound, Retryable for context deadline errors raised while a
-// store call was in flight, and Permanent for anything else.
+// store call was in flight, Canceled for a canceled context, and Permanent for
+// anything else.
 func KindOf(err error) Kind {
 	var se *Error
 	switch {
@@ -77,6 +84,8 @@ func KindOf(err error) Kind {
 		return NotFound
 	case errors.Is(err, context.DeadlineExceeded):
 		return Retryable
+	case errors.Is(err, context.Canceled):
+		return Canceled
 	}
 	return Permanent
 }

@@ -284,7 +284,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		topics = append(topics, rt.Topic)
 	}
 	if err := r.consumer.SubscribeTopics(topics, r.rebalance); err != nil {
-		return fmt.Errorf("%w: subscribing to %v: %v", ErrFatal, topics, err)
+		return fmt.Errorf("%w: subscribing to %v: %w", ErrFatal, topics, err)
 	}
 	r.log.Info("pipeline running",
 		zap.Strings("source_topics", r.p.Source.Topics), zap.String("group", r.p.Source.Group),
@@ -622,10 +622,10 @@ func (r *Runner) holdUntilDue(m *kafka.Message) (bool, error) {
 	}
 	tp := kafka.TopicPartition{Topic: m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: m.TopicPartition.Offset}
 	if err := r.consumer.Pause([]kafka.TopicPartition{tp}); err != nil {
-		return true, fmt.Errorf("%w: pausing retry partition %s[%d]: %v", ErrFatal, *tp.Topic, tp.Partition, err)
+		return true, fmt.Errorf("%w: pausing retry partition %s[%d]: %w", ErrFatal, *tp.Topic, tp.Partition, err)
 	}
 	if _, err := r.consumer.SeekPartitions([]kafka.TopicPartition{tp}); err != nil {
-		return true, fmt.Errorf("%w: seeking retry partition %s[%d] back to %v: %v", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, err)
+		return true, fmt.Errorf("%w: seeking retry partition %s[%d] back to %v: %w", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, err)
 	}
 	r.held[partitionKey(tp)] = held{tp: tp, until: due}
 	r.log.Debug("retry partition held until its next record is due", zap.String("topic", *tp.Topic),
@@ -641,7 +641,7 @@ func (r *Runner) resumeDue() error {
 		}
 		delete(r.held, k)
 		if err := r.consumer.Resume([]kafka.TopicPartition{h.tp}); err != nil {
-			return fmt.Errorf("%w: resuming retry partition %s[%d]: %v", ErrFatal, *h.tp.Topic, h.tp.Partition, err)
+			return fmt.Errorf("%w: resuming retry partition %s[%d]: %w", ErrFatal, *h.tp.Topic, h.tp.Partition, err)
 		}
 	}
 	return nil
@@ -839,7 +839,7 @@ func (r *Runner) recover(ctx context.Context, abort *abortError, start []kafka.T
 		return err
 	}
 	if r.aborts >= maxConsecutiveAborts {
-		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %v", ErrFatal, r.aborts, abort.err)
+		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %w", ErrFatal, r.aborts, abort.err)
 	}
 	// A cause that outlives one attempt (a topic limit being raised, a broker
 	// restarting) gets time to clear: 1s, 2s, 4s, 8s before giving up.
@@ -925,11 +925,11 @@ func (r *Runner) rewind(also []kafka.TopicPartition) error {
 	}
 	res, err := r.consumer.SeekPartitions(tps)
 	if err != nil {
-		return fmt.Errorf("%w: rewinding to the batch start: %v", ErrFatal, err)
+		return fmt.Errorf("%w: rewinding to the batch start: %w", ErrFatal, err)
 	}
 	for _, tp := range res {
 		if tp.Error != nil {
-			return fmt.Errorf("%w: rewinding %s[%d] to %v: %v", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, tp.Error)
+			return fmt.Errorf("%w: rewinding %s[%d] to %v: %w", ErrFatal, *tp.Topic, tp.Partition, tp.Offset, tp.Error)
 		}
 	}
 	return nil
@@ -940,7 +940,7 @@ func (r *Runner) rewind(also []kafka.TopicPartition) error {
 func (r *Runner) committedOr(start []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
 	committed, err := r.consumer.Committed(r.assigned, 30000)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the group's committed offsets: %v", ErrFatal, err)
+		return nil, fmt.Errorf("%w: reading the group's committed offsets: %w", ErrFatal, err)
 	}
 	at := make([]kafka.TopicPartition, 0, len(committed)+len(start))
 	has := map[string]bool{}
@@ -1040,7 +1040,7 @@ func (r *Runner) txnCall(ctx context.Context, what string, timeout time.Duration
 			time.Sleep(backoff)
 			backoff = min(2*backoff, time.Second)
 		default:
-			return fmt.Errorf("%w: %s: %v", ErrFatal, what, err)
+			return fmt.Errorf("%w: %s: %w", ErrFatal, what, err)
 		}
 	}
 }
@@ -1084,7 +1084,7 @@ func (r *Runner) abort(ctx context.Context) error {
 		if abort.stuck != nil {
 			return r.replaceProducer(ctx, abort.stuck)
 		}
-		return fmt.Errorf("%w: aborting: %v", ErrFatal, abort.err)
+		return fmt.Errorf("%w: aborting: %w", ErrFatal, abort.err)
 	}
 	return err
 }
@@ -1105,7 +1105,7 @@ func (r *Runner) replaceProducer(ctx context.Context, stuck *stuckError) error {
 	}()
 	p, err := kafka.NewProducer(producerConfig(r.p))
 	if err != nil {
-		return fmt.Errorf("%w: creating a transactional producer to replace the stuck one: %v", ErrFatal, err)
+		return fmt.Errorf("%w: creating a transactional producer to replace the stuck one: %w", ErrFatal, err)
 	}
 	go r.logEvents(p)
 	if err := r.initTransactions(ctx, p); err != nil {
@@ -1148,7 +1148,7 @@ func (r *Runner) begin(ctx context.Context) error {
 func (r *Runner) handOff(ctx context.Context, start []kafka.TopicPartition) error {
 	positions, err := r.consumer.Position(r.assigned)
 	if err != nil {
-		return fmt.Errorf("%w: reading consumer positions: %v", ErrFatal, err)
+		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
 	offsets := positions[:0]
 	for _, tp := range positions {
@@ -1158,7 +1158,7 @@ func (r *Runner) handOff(ctx context.Context, start []kafka.TopicPartition) erro
 	}
 	meta, err := r.consumer.GetConsumerGroupMetadata()
 	if err != nil {
-		return fmt.Errorf("%w: reading group metadata: %v", ErrFatal, err)
+		return fmt.Errorf("%w: reading group metadata: %w", ErrFatal, err)
 	}
 	p := &pendingCommit{done: make(chan error, 1), start: start}
 	t := r.tally
@@ -1264,7 +1264,7 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 			}
 			continue
 		}
-		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %v",
+		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %w",
 			ErrFatal, rec.Topic, rec.Partition, rec.Offset, *topic, len(rec.Value), err)
 	}
 }

@@ -168,7 +168,7 @@ func (s *Store) fail(op, key string, err error) error {
 			kind = stores.Permanent
 		}
 	case errors.Is(err, context.Canceled):
-		kind = stores.Permanent
+		kind = stores.Canceled
 	}
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
 }

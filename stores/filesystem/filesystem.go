@@ -110,6 +110,8 @@ func (s *Store) fail(op, key string, err error) error {
 		kind = stores.NotFound
 	case errors.Is(err, context.DeadlineExceeded):
 		kind = stores.Retryable
+	case errors.Is(err, context.Canceled):
+		kind = stores.Canceled
 	}
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
 }

@@ -110,6 +110,18 @@ func Run(t *testing.T, s stores.Store) {
 		}
 	})
 
+	t.Run("CanceledCallsAreCanceled", func(t *testing.T) {
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		key := prefix + "/canceled/0"
+		if err := s.Put(canceled, key, []byte("x"), nil); stores.KindOf(err) != stores.Canceled {
+			t.Errorf("Put with a canceled context = %v (kind %v), want canceled", err, stores.KindOf(err))
+		}
+		if _, err := s.Get(canceled, key, 100); stores.KindOf(err) != stores.Canceled {
+			t.Errorf("Get with a canceled context = %v (kind %v), want canceled", err, stores.KindOf(err))
+		}
+	})
+
 	t.Run("MissingIsNotFound", func(t *testing.T) {
 		_, err := s.Get(ctx, prefix+"/missing", 100)
 		if !errors.Is(err, stores.ErrNotFound) || stores.KindOf(err) != stores.NotFound {
