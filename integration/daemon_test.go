@@ -410,8 +410,8 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 			}
 		}
 	}
-	// The last restart after kill -9: a static member rejoins at once (no
-	// wait for the dead member's session to expire) and commits.
+	// The last restart after kill -9: the new member waits for the dead one's
+	// session to expire (session.timeout.ms, 10 s here) before it commits.
 	restarted := time.Now()
 	d := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitForMetric(t, d.metricsURL(t), "offloader_transactions_committed_total", func(v float64) bool { return v > 0 }, 60*time.Second)

@@ -435,7 +435,8 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 }
 
 // TestAnInstanceFencedByItsTwinSaysSo: a second instance started with the
-// first one's transactional.id fences it; the first stops with exit 1 and a
+// first one's transactional.id fences it; at its next transaction the first
+// stops with exit 1 and a
 // message that says it was fenced and what to change (not librdkafka's
 // "Local: Fatal error"), and every record still arrives exactly once.
 func TestAnInstanceFencedByItsTwinSaysSo(t *testing.T) {
@@ -445,7 +446,11 @@ func TestAnInstanceFencedByItsTwinSaysSo(t *testing.T) {
 	produceRecords(t, raw, recs[:1000])
 	first := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitForMetric(t, first.metricsURL(t), "offloader_transactions_committed_total", func(v float64) bool { return v > 0 }, 60*time.Second)
-	second := startDaemon(t, cfg, txid)
+	second := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
+	// The second's InitTransactions fences the first's producer; the first
+	// notices at its next transaction, on the partition the rebalance leaves it.
+	waitReady(t, second.metricsURL(t), 60*time.Second)
+	produceRecords(t, raw, recs[1000:])
 	if code := first.waitExit(t, 60*time.Second); code != 1 {
 		t.Fatalf("the fenced instance exited %d, want 1", code)
 	}
@@ -453,7 +458,6 @@ func TestAnInstanceFencedByItsTwinSaysSo(t *testing.T) {
 	if !strings.Contains(out, "fenced: another instance started with this one's transactional.id") || !strings.Contains(out, "give each instance its own kafka.transactional_id") {
 		t.Errorf("the fenced instance's log does not say it was fenced and what to change:\n%s", out)
 	}
-	produceRecords(t, raw, recs[1000:])
 	got := consumeAll(t, slim, len(recs), 90*time.Second)
 	if code := second.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("the second instance exited %d after SIGTERM, want 0", code)

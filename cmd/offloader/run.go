@@ -45,10 +45,9 @@ offset. Without a dead-letter topic it stops the instance instead.
 
 Run several instances with the same file to share the partitions; give each a
 distinct kafka.transactional_id (for example OFFLOADER_KAFKA__TRANSACTIONAL_ID=
-offloader-orders-$HOSTNAME) that stays the same across its restarts. Each
-instance is a static group member under that identity (group.instance.id):
-a restarted instance gets its partitions back at once, and the partitions of
-one that stops for good move to the others after session.timeout.ms.
+offloader-orders-$HOSTNAME) that stays the same across its restarts. An
+instance started with another's transactional.id fences it: the older one
+stops with exit 1 and says so.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
 leaves the group and exits 0; if that is not done within 60s (a Kafka client

@@ -202,19 +202,12 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 }
 
 // consumerConfig is the consumer's librdkafka configuration for a pipeline.
-// The member is static (KIP-345) by default, under the same stable identity
-// as the transactional.id: an instance that restarts, after kill -9 too,
-// rejoins with its partitions at once instead of waiting for the dead
-// member's session to expire, and its InitTransactions fences its
-// predecessor. A member that stops for good keeps its partitions until
-// session.timeout.ms passes (librdkafka's static members do not leave the
-// group on close).
+// The member is dynamic: static membership (group.instance.id) was tried as
+// a default and dropped, because after a broker restart librdkafka 2.11 had a
+// lone static member fenced as if by a twin ("Static consumer fenced by other
+// consumer with same group.instance.id"), a fatal error.
 func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
-	defaults := kafka.ConfigMap{"group.instance.id": TransactionalID(p)}
-	for k, v := range consumerDefaults {
-		defaults[k] = v
-	}
-	return configMap(defaults, p.Kafka.Consumer, kafka.ConfigMap{
+	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
 		"bootstrap.servers":        p.Kafka.BootstrapServers,
 		"group.id":                 p.Source.Group,
 		"isolation.level":          "read_committed",
@@ -328,10 +321,10 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	return err
 }
 
-// fatalCloseTimeout bounds closing the clients after a fatal error: a client
-// fenced by an instance with the same identity may never finish leaving its
-// group (a static member fenced by its twin keeps trying to rejoin, and
-// Close waits for it), and nothing is left to commit.
+// fatalCloseTimeout bounds closing the clients after a fatal error: a fenced
+// client may never finish leaving its group (a static member fenced by its
+// twin kept trying to rejoin, and Close waited for it forever), and nothing
+// is left to commit.
 const fatalCloseTimeout = 10 * time.Second
 
 // close settles the commit in flight, leaves the group and closes the
@@ -1058,7 +1051,7 @@ func (r *Runner) fatalError(what string, err error) error {
 	if errors.As(err, &kerr) {
 		switch kerr.Code() {
 		case kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch, kafka.ErrFencedInstanceID:
-			return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id %q (also its group.instance.id), so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+			return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
 				ErrFatal, what, TransactionalID(r.p), r.p.Name, err)
 		}
 	}
@@ -1264,8 +1257,7 @@ func (r *Runner) produce(ctx context.Context, rec *pipeline.Record) error {
 			}
 			continue
 		}
-		return fmt.Errorf("%w: producing %s/%d@%d to %s (%d value bytes): %w",
-			ErrFatal, rec.Topic, rec.Partition, rec.Offset, *topic, len(rec.Value), err)
+		return r.fatalError(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, *topic, len(rec.Value)), err)
 	}
 }
 
