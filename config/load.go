@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -62,12 +61,18 @@ func Load(path string, opts Options) (*File, error) {
 	if problem != "" {
 		return nil, settings.Problems{{Message: problem}}
 	}
-	if problem := checkShape(path, data); problem != "" {
+	doc, problem := parseBounded(path, data)
+	if problem != "" {
 		return nil, settings.Problems{{Message: problem}}
 	}
-	k := koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
-	if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
+	var tree map[string]any
+	if err := doc.Decode(&tree); err != nil {
 		return nil, settings.Problems{{Message: fmt.Sprintf("%s is not valid YAML: %v", path, err)}}
+	}
+	// koanf normalises the tree (map keys to strings) and merges overrides.
+	k := koanf.NewWithConf(koanf.Conf{Delim: keyDelim})
+	if err := k.Load(confmap.Provider(tree, ""), nil); err != nil {
+		return nil, settings.Problems{{Message: fmt.Sprintf("%s: %v", path, err)}}
 	}
 	env := environ(opts.Environ)
 	var problems settings.Problems
@@ -147,15 +152,15 @@ func fileKind(m os.FileMode) string {
 	return "special file"
 }
 
-// checkShape parses data into YAML nodes (which costs memory and time in
+// parseBounded parses data into YAML nodes (which costs memory and time in
 // proportion to the file) and refuses mappings or lists nested deeper than
-// MaxDepth and mappings of more than MaxKeys keys, before decoding into maps
-// (quadratic in a mapping's keys) and the configuration library's copies
-// level by level.
-func checkShape(path string, data []byte) string {
+// MaxDepth and mappings of more than MaxKeys keys, before they are decoded
+// into maps (quadratic in a mapping's keys) and copied level by level by the
+// configuration library.
+func parseBounded(path string, data []byte) (*yamlv3.Node, string) {
 	var doc yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &doc); err != nil {
-		return fmt.Sprintf("%s is not valid YAML: %v", path, err)
+		return nil, fmt.Sprintf("%s is not valid YAML: %v", path, err)
 	}
 	var walk func(n *yamlv3.Node, depth int) error
 	walk = func(n *yamlv3.Node, depth int) error {
@@ -177,18 +182,9 @@ func checkShape(path string, data []byte) string {
 		return nil
 	}
 	if err := walk(&doc, 0); err != nil {
-		return err.Error()
+		return nil, err.Error()
 	}
-	return ""
-}
-
-// bytesProvider hands koanf a file already read.
-type bytesProvider []byte
-
-func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
-
-func (b bytesProvider) Read() (map[string]any, error) {
-	return nil, errors.New("bytesProvider needs a parser")
+	return &doc, ""
 }
 
 func environ(list []string) map[string]string {
