@@ -177,7 +177,15 @@ func (o *Offload) objectKey(r *pipeline.Record, digest string) string {
 	if o.keyMode == KeyByContentHash {
 		return o.prefix + "/sha256/" + digest
 	}
-	return o.prefix + "/" + r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
+	return o.prefix + "/" + stores.Owner(r.Topic, r.Partition, r.Offset)
+}
+
+// withPointerHeaders returns headers followed by the two that mark a pointer
+// record (docs/pointer-format.md), in a new slice.
+func withPointerHeaders(headers []pipeline.Header) []pipeline.Header {
+	return append(slices.Clip(headers),
+		pipeline.Header{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
+		pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
 }
 
 // passes reports whether r passes through unchanged: a tombstone, a record at
@@ -207,10 +215,10 @@ func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Reco
 	if err != nil {
 		return nil, err
 	}
-	out := r.WithHeader(pointer.HeaderLargeMessage, []byte("true"))
-	out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
+	out := *r
+	out.Headers = withPointerHeaders(r.Headers)
 	out.Value = p.Encode()
-	return out, nil
+	return &out, nil
 }
 
 // put stores data (whose SHA-256 is digest), compressed with the step's
@@ -249,10 +257,7 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 func (o *Offload) ValueOffloadFits(r *pipeline.Record, limit int) bool {
 	p := pointer.Pointer{Store: o.storeName, Key: o.objectKey(r, strings.Repeat("0", 64)), Size: int64(len(r.Value)),
 		SHA256: strings.Repeat("0", 64), Codec: o.codec, StoredSize: int64(len(r.Value))}
-	headers := append(slices.Clone(r.Headers),
-		pipeline.Header{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
-		pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
-	return pipeline.EstimateSize(r.Key, p.Encode(), headers) <= limit
+	return pipeline.EstimateSize(r.Key, p.Encode(), withPointerHeaders(r.Headers)) <= limit
 }
 
 // StoreRecord keeps the whole of r (key, value, headers, coordinates) as one
@@ -273,9 +278,5 @@ func (o *Offload) StoreRecord(ctx context.Context, r *pipeline.Record) (*pipelin
 		return nil, err
 	}
 	return &pipeline.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Value: p.Encode(),
-		Headers: []pipeline.Header{
-			{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
-			{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)},
-			{Key: pointer.HeaderRecord, Value: []byte(pointer.Version1)},
-		}}, nil
+		Headers: append(withPointerHeaders(nil), pipeline.Header{Key: pointer.HeaderRecord, Value: []byte(pointer.Version1)})}, nil
 }
