@@ -31,8 +31,6 @@ const (
 	Transform Class = "transform"
 	// TooLarge: the record is over a size gate even after the chain.
 	TooLarge Class = "record_too_large"
-	// Kafka: the broker or client failed; handled by the transaction's abort.
-	Kafka Class = "kafka"
 	// Canceled: the call was given up (a shutdown, or the batch broke on
 	// another record); the record is read again, never dead-lettered.
 	Canceled Class = "canceled"
@@ -42,9 +40,6 @@ const (
 	// dead-letter topic under its own coordinates, never to another tier.
 	InvalidRetry Class = "invalid_retry_headers"
 )
-
-// ErrKafka marks Kafka failures (the run loop wraps them with it).
-var ErrKafka = errors.New("kafka")
 
 // TooLargeError is a record over a size gate after the chain.
 type TooLargeError struct {
@@ -68,8 +63,6 @@ func Classify(err error) Class {
 		return TooLarge
 	case errors.Is(err, ErrInvalidRetry):
 		return InvalidRetry
-	case errors.Is(err, ErrKafka):
-		return Kafka
 	case stores.KindOf(err) == stores.Canceled:
 		return Canceled
 	case errors.Is(err, stores.ErrNotFound):
@@ -207,14 +200,14 @@ func Due(headers func(string) ([]byte, bool)) (due time.Time, ok bool) {
 // RetryRecord returns the record for the next retry tier: the original record
 // (its earlier context headers replaced) with the latest failure's context,
 // the attempt count, the first failure's time and the due time.
-func RetryRecord(f Failure, pipelineName, topic string, delay time.Duration) *pipeline.Record {
+func RetryRecord(f Failure, pipelineName, topic string, due time.Time) *pipeline.Record {
 	out := Record(f, pipelineName, topic)
 	add := func(k, v string) { out.Headers = append(out.Headers, pipeline.Header{Key: k, Value: []byte(v)}) }
 	if _, ok := f.Record.Header(HeaderRetryFirstFailure); !ok {
 		add(HeaderRetryFirstFailure, strconv.FormatInt(f.At.UnixMilli(), 10))
 	}
 	add(HeaderRetryAttempts, strconv.Itoa(max(1, f.Attempts)))
-	add(HeaderRetryDue, strconv.FormatInt(f.At.Add(delay).UnixMilli(), 10))
+	add(HeaderRetryDue, strconv.FormatInt(due.UnixMilli(), 10))
 	add(HeaderRetryTopic, f.Record.Topic)
 	add(HeaderRetryPartition, strconv.Itoa(int(f.Record.Partition)))
 	add(HeaderRetryOffset, strconv.FormatInt(f.Record.Offset, 10))

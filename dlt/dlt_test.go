@@ -24,7 +24,6 @@ func TestClassify(t *testing.T) {
 		{&stores.Error{Store: "s", Op: "put", Kind: stores.Permanent, Err: errors.New("403")}, PermanentStore},
 		{fmt.Errorf("route: the record has no header %q", "tenant"), Transform},
 		{fmt.Errorf("step: %w", &TooLargeError{Size: 2000, Limit: 1000, Gate: "the slim topic"}), TooLarge},
-		{fmt.Errorf("%w: produce failed", ErrKafka), Kafka},
 		{fmt.Errorf("offload: %w", &stores.Error{Store: "s", Op: "put", Kind: stores.Canceled, Err: context.Canceled}), Canceled},
 		{fmt.Errorf("rehydrate: %w", context.Canceled), Canceled},
 	}
@@ -33,7 +32,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Classify(%v) = %s, want %s", c.err, got, c.want)
 		}
 	}
-	for class, want := range map[Class]bool{TransientStore: false, Kafka: false, Canceled: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
+	for class, want := range map[Class]bool{TransientStore: false, Canceled: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
 		if class.DeadLetters() != want {
 			t.Errorf("%s.DeadLetters() = %v", class, !want)
 		}
@@ -81,7 +80,7 @@ func TestRetryRecordRoundTrip(t *testing.T) {
 	src := &pipeline.Record{Topic: "orders", Partition: 4, Offset: 900, Key: []byte("k"), Value: []byte("v"),
 		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t")}}}
 	t0 := time.UnixMilli(1_700_000_000_000)
-	first := RetryRecord(Failure{Record: src, Err: errors.New("boom"), Stage: "transforms[0] (route)", Attempts: 1, At: t0}, "p", "orders.retry-1", 5*time.Second)
+	first := RetryRecord(Failure{Record: src, Err: errors.New("boom"), Stage: "transforms[0] (route)", Attempts: 1, At: t0}, "p", "orders.retry-1", t0.Add(5*time.Second))
 	if first.Destination != "orders.retry-1" || Attempts(first) != 1 {
 		t.Fatalf("first tier: %s, attempts %d", first.Destination, Attempts(first))
 	}
@@ -99,7 +98,7 @@ func TestRetryRecordRoundTrip(t *testing.T) {
 	if orig.Topic != "orders" || orig.Partition != 4 || orig.Offset != 900 {
 		t.Fatalf("restored position %s/%d@%d", orig.Topic, orig.Partition, orig.Offset)
 	}
-	second := RetryRecord(Failure{Record: orig, Err: errors.New("boom again"), Attempts: Attempts(orig) + 1, At: t0.Add(6 * time.Second)}, "p", "orders.retry-2", time.Minute)
+	second := RetryRecord(Failure{Record: orig, Err: errors.New("boom again"), Attempts: Attempts(orig) + 1, At: t0.Add(6 * time.Second)}, "p", "orders.retry-2", t0.Add(6*time.Second+time.Minute))
 	if Attempts(second) != 2 {
 		t.Fatalf("second tier attempts %d", Attempts(second))
 	}

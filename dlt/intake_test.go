@@ -133,7 +133,7 @@ func FuzzAdmit(f *testing.F) {
 			}
 		}
 		failure := Failure{Record: got, Err: errors.New(first), Stage: "transforms[0] (offload)", Attempts: Attempts(got) + 1, At: time.UnixMilli(1)}
-		for _, out := range []*pipeline.Record{Record(failure, "p", "orders.dlt"), RetryRecord(failure, "p", "orders.retry-1", time.Second)} {
+		for _, out := range []*pipeline.Record{Record(failure, "p", "orders.dlt"), RetryRecord(failure, "p", "orders.retry-1", time.UnixMilli(1001))} {
 			seen := map[string]bool{}
 			for _, h := range out.Headers {
 				if seen[h.Key] {

@@ -104,6 +104,17 @@ func (m *Metrics) Resume() {
 	m.Paused.Set(0)
 }
 
+// Readiness is what /readyz answers: ready, or why not.
+func (m *Metrics) Readiness() (ready bool, why string) {
+	if reason := m.pausedFor.Load(); reason != nil {
+		return false, "paused: " + *reason
+	}
+	if !m.ready.Load() {
+		return false, "not ready: no partitions assigned"
+	}
+	return true, ""
+}
+
 // SetHealthy marks the process unhealthy after a fatal error.
 func (m *Metrics) SetHealthy(healthy bool) { m.healthy.Store(healthy) }
 
@@ -124,12 +135,8 @@ func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Durati
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if reason := m.pausedFor.Load(); reason != nil {
-			http.Error(w, "paused: "+*reason, http.StatusServiceUnavailable)
-			return
-		}
-		if !m.ready.Load() {
-			http.Error(w, "not ready: no partitions assigned", http.StatusServiceUnavailable)
+		if ready, why := m.Readiness(); !ready {
+			http.Error(w, why, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

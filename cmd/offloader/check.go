@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/offloader/offloader/internal/eos"
+	"github.com/offloader/offloader/internal/kafkaedge"
 )
 
 func checkCommand() *command {
@@ -52,13 +52,13 @@ then checks again. 'run' never creates topics.`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			figures, err := eos.Survey(ctx, p)
+			figures, err := kafkaedge.Survey(ctx, p)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 				return exitFailure
 			}
 			if *create {
-				created, err := eos.CreateMissing(ctx, p, figures)
+				created, err := kafkaedge.CreateMissing(ctx, p, figures)
 				if err != nil {
 					fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 					return exitFailure
@@ -67,13 +67,13 @@ then checks again. 'run' never creates topics.`,
 					fmt.Fprintf(c.stdout, "created topic %s\n", t)
 				}
 				if len(created) > 0 {
-					if figures, err = eos.Survey(ctx, p); err != nil {
+					if figures, err = kafkaedge.Survey(ctx, p); err != nil {
 						fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 						return exitFailure
 					}
 				}
 			}
-			rows, problems := eos.CheckLimits(figures)
+			rows, problems := kafkaedge.CheckLimits(figures)
 			printLimits(c.stdout, rows, problems)
 			if len(problems) > 0 {
 				return exitFailure
@@ -83,7 +83,7 @@ then checks again. 'run' never creates topics.`,
 	}
 }
 
-func printLimits(w io.Writer, rows []eos.Row, problems []eos.Problem) {
+func printLimits(w io.Writer, rows []kafkaedge.Row, problems []kafkaedge.Problem) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tROLE\tGATE\tLIMIT\tLARGEST RECORD\tVERDICT")
 	for _, r := range rows {
@@ -105,7 +105,7 @@ func printLimits(w io.Writer, rows []eos.Row, problems []eos.Problem) {
 }
 
 // limitProblems is the start-up form of the check, for run.
-func limitProblems(problems []eos.Problem) string {
+func limitProblems(problems []kafkaedge.Problem) string {
 	var b strings.Builder
 	for _, p := range problems {
 		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", p.What, p.Fix)

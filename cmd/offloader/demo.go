@@ -186,7 +186,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	defer stopPipeline()
 	done := make(chan error, 1)
 	started = time.Now()
-	go func() { done <- runPipeline(runCtx, p, logger) }()
+	go func() { done <- runPipeline(runCtx, p, logger, false, io.Discard) }()
 	got, err := demoConsume(ctx, bootstrap, slim, len(recs), done)
 	elapsed := time.Since(started)
 	stopPipeline()

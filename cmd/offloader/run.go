@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/eos"
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pipeline/engine"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/transforms"
@@ -24,7 +28,7 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		summary: "run a pipeline: raw topic -> transforms -> slim topic, exactly once",
-		usage:   "-c FILE [--pipeline NAME]",
+		usage:   "-c FILE [--pipeline NAME] [--until-end]",
 		help: `
 Runs one pipeline of the file until SIGTERM or SIGINT. The instance joins the
 pipeline's consumer group (read_committed), transforms each batch of records,
@@ -49,6 +53,19 @@ offloader-orders-$HOSTNAME) that stays the same across its restarts. An
 instance started with another's transactional.id fences it: the older one
 stops with exit 1 and says so.
 
+With --until-end the run is bounded: at start-up it reads the end offset of
+every source partition, and it stops by itself (exit 0) once every partition
+assigned to it has committed up to that offset, with nothing in flight. Records
+written after start-up stay for the next run. It prints, per partition, the
+end offset and the records this run committed. Records still waiting on a
+retry topic are not waited for.
+
+Rebalancing: the default eager assignor and cooperative-sticky
+(kafka.consumer: {partition.assignment.strategy: cooperative-sticky}) both
+work. With cooperative-sticky, partitions that move are committed up to the
+batch in hand before they are given up, and the partitions kept go on without
+a rewind. /readyz answers 200 only once partitions are assigned.
+
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
 leaves the group and exits 0; if that is not done within 60s (a Kafka client
 call stuck), it exits 1 without leaving the group.
@@ -71,6 +88,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("run"))
 			src := c.pipelineFlags(fs)
+			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
@@ -97,7 +115,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 				os.Exit(exitFailure)
 			})
 			defer stopWatch()
-			if err := runPipeline(ctx, p, logger); err != nil {
+			if err := runPipeline(ctx, p, logger, *untilEnd, c.stdout); err != nil {
 				logger.Error("pipeline failed", zap.Error(err))
 				return exitFailure
 			}
@@ -107,7 +125,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 	}
 }
 
-func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) error {
+func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, untilEnd bool, out io.Writer) error {
 	logger = logger.With(zap.String("pipeline", p.Name))
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
 	metrics := observability.NewMetrics(p.Name)
@@ -121,11 +139,11 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	topology, err := eos.Inspect(startCtx, p)
+	topology, err := kafkaedge.Inspect(startCtx, p)
 	if err != nil {
 		return err
 	}
-	if _, problems := eos.CheckLimits(topology.Figures); len(problems) > 0 {
+	if _, problems := kafkaedge.CheckLimits(topology.Figures); len(problems) > 0 {
 		if p.Limits == config.LimitsEnforce {
 			return fmt.Errorf("the topics' size limits are not aligned (offloader check -c FILE prints the whole table; limits: warn starts anyway):%s", limitProblems(problems))
 		}
@@ -197,25 +215,85 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger) er
 		chain = append(chain, t)
 	}
 
-	runner, err := eos.New(eos.Options{
-		Pipeline:          p,
-		Chain:             chain,
-		Concurrency:       8,
-		ShutdownTimeout:   shutdownTimeout,
-		Logger:            logger,
-		Metrics:           metrics,
-		StepNames:         stepNames,
-		SlimLimit:         topology.SlimLimit(),
-		DeadLetterLimit:   topology.DeadLetterLimit(),
-		DeadLetterOffload: deadLetterOffload,
-		SourcePartitions:  topology.SourcePartitions,
-	})
+	group, session, err := kafkaedge.Connect(ctx, p, logger, metrics)
 	if err != nil {
 		return err
 	}
-	err = runner.Run(ctx)
-	if errors.Is(err, eos.ErrFatal) {
+	var until []engine.Offset
+	if untilEnd {
+		if until, err = group.EndOffsets(topology.SourcePartitions, 30*time.Second); err != nil {
+			session.Close()
+			group.Close()
+			return err
+		}
+		logger.Info("bounded run: stopping once every assigned partition reaches the end offset read now", zap.String("end_offsets", fmt.Sprint(until)))
+	}
+	var offload engine.Offloader
+	if deadLetterOffload != nil {
+		offload = deadLetterOffload
+	}
+	eng := engine.New(engine.Options{
+		Name:               p.Name,
+		SourceTopics:       p.Source.Topics,
+		SlimTopic:          p.SlimTopic,
+		PreservePartitions: p.Partitioning == config.PartitioningPreserve,
+		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(p.Commit.MaxBytes)},
+		Chain:              chain,
+		StepNames:          stepNames,
+		Concurrency:        8,
+		Policy:             dlt.NewPolicy(policyRules(p.Errors), time.Now),
+		SlimLimit:          topology.SlimLimit(),
+		SlimGate:           topology.SlimGate(p),
+		DeadLetterLimit:    topology.DeadLetterLimit(),
+		DeadLetterGate:     topology.DeadLetterGate(p),
+		DeadLetterOffload:  offload,
+		SourcePartitions:   topology.SourcePartitions,
+		Until:              until,
+		ShutdownTimeout:    shutdownTimeout,
+		Logger:             logger,
+		Metrics:            metrics,
+	}, group, session)
+	logger.Info("pipeline running",
+		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group),
+		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)))
+	rep, err := eng.Run(ctx)
+	if errors.Is(err, engine.ErrFatal) {
 		metrics.SetHealthy(false)
 	}
+	if err == nil && untilEnd {
+		printReport(out, rep, until)
+	}
 	return err
+}
+
+// policyRules are the failure policy's rules from a pipeline's errors: section.
+func policyRules(e config.Errors) dlt.Rules {
+	r := dlt.Rules{
+		Blocking:           e.Mode == config.ModeBlocking,
+		Delays:             e.RetryDelays,
+		DeadLetterTopic:    e.DeadLetterTopic,
+		OutageToRetryTopic: e.OnStoreOutage == config.OnStoreOutageRetryTopic,
+	}
+	for _, t := range e.RetryTopics {
+		r.Tiers = append(r.Tiers, dlt.Tier{Topic: t.Topic, Delay: t.Delay})
+	}
+	return r
+}
+
+// printReport prints what a bounded run committed, one line per partition.
+func printReport(w io.Writer, rep engine.Report, until []engine.Offset) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tEND OFFSET\tRECORDS COMMITTED BY THIS RUN")
+	var total int64
+	for _, o := range until {
+		n := rep.Committed[o.Partition]
+		total += n
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", o.Partition, o.Offset, n)
+	}
+	tw.Flush()
+	state := "every assigned partition reached its end offset"
+	if !rep.ReachedEnd {
+		state = "stopped before every assigned partition reached its end offset"
+	}
+	fmt.Fprintf(w, "%d records committed; %s\n", total, state)
 }

@@ -1,4 +1,4 @@
-package eos
+package kafkaedge
 
 import (
 	"context"
@@ -12,17 +12,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/pipeline/engine"
 )
 
-func testRunner() *Runner {
-	return &Runner{p: &config.Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
+func testSession() *Session {
+	return &Session{p: &config.Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
 }
 
 // A call that ignores its own timeout (librdkafka #5456) must not hold the
 // instance: past the grace it is reported stuck, which replaces the producer,
 // and its result still arrives if it ever returns.
 func TestTxnCallReportsACallStuckPastItsTimeout(t *testing.T) {
-	r := testRunner()
+	r := testSession()
 	release := make(chan struct{})
 	began := time.Now()
 	err := r.txnCall(context.Background(), "SendOffsetsToTransaction", 200*time.Millisecond, func(context.Context) error {
@@ -30,8 +31,8 @@ func TestTxnCallReportsACallStuckPastItsTimeout(t *testing.T) {
 		return kafka.NewError(kafka.ErrTimedOut, "late", false)
 	})
 	took := time.Since(began)
-	var abort *abortError
-	if !errors.As(err, &abort) || abort.stuck == nil {
+	var abort *engine.AbortError
+	if !errors.As(err, &abort) || !abort.Unsure || r.stuck == nil {
 		t.Fatalf("got %v (%T), want an abortError marked stuck", err, err)
 	}
 	if took < 300*time.Millisecond || took > 5*time.Second {
@@ -42,7 +43,7 @@ func TestTxnCallReportsACallStuckPastItsTimeout(t *testing.T) {
 	}
 	close(release)
 	select {
-	case late := <-abort.stuck.done:
+	case late := <-r.stuck.done:
 		if !strings.Contains(fmt.Sprint(late), "late") {
 			t.Errorf("the stuck call's late result is %v", late)
 		}
@@ -54,13 +55,13 @@ func TestTxnCallReportsACallStuckPastItsTimeout(t *testing.T) {
 // A call that times out by itself is an ordinary abort (through the producer),
 // not a stuck producer.
 func TestTxnCallTimingOutByItselfIsNotStuck(t *testing.T) {
-	r := testRunner()
+	r := testSession()
 	err := r.txnCall(context.Background(), "CommitTransaction", 200*time.Millisecond, func(ctx context.Context) error {
 		<-ctx.Done()
 		return kafka.NewError(kafka.ErrTimedOut, "timed out", false)
 	})
-	var abort *abortError
-	if !errors.As(err, &abort) || abort.stuck != nil {
+	var abort *engine.AbortError
+	if !errors.As(err, &abort) || abort.Unsure || r.stuck != nil {
 		t.Fatalf("got %v, want an abortError not marked stuck", err)
 	}
 	if want := "still failing after 200ms"; !strings.Contains(err.Error(), want) {
@@ -71,7 +72,7 @@ func TestTxnCallTimingOutByItselfIsNotStuck(t *testing.T) {
 // Retriable errors are retried within the call's timeout, and fatal ones stop
 // the instance.
 func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
-	r := testRunner()
+	r := testSession()
 	calls := 0
 	err := r.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error {
 		if calls++; calls < 3 {
@@ -85,7 +86,7 @@ func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
 	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error {
 		return kafka.NewError(kafka.ErrFenced, "fenced", true)
 	})
-	if !errors.Is(err, ErrFatal) {
+	if !errors.Is(err, engine.ErrFatal) {
 		t.Fatalf("a fatal client error gave %v, want ErrFatal", err)
 	}
 }

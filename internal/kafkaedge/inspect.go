@@ -1,4 +1,4 @@
-package eos
+package kafkaedge
 
 import (
 	"context"
@@ -43,6 +43,23 @@ func (t *Topology) SlimLimit() int {
 // both accept.
 func (t *Topology) DeadLetterLimit() int {
 	return min(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes)
+}
+
+// SlimGate names the limit SlimLimit is, for errors: the one that binds.
+func (t *Topology) SlimGate(p *config.Pipeline) string {
+	return gate(t.SlimTopicMaxMessageBytes, t.ProducerMaxMessageBytes, "the slim topic "+p.SlimTopic)
+}
+
+// DeadLetterGate names the limit DeadLetterLimit is, for errors.
+func (t *Topology) DeadLetterGate(p *config.Pipeline) string {
+	return gate(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes, "the dead-letter topic "+p.Errors.DeadLetterTopic)
+}
+
+func gate(topicMax, producerMax int, topic string) string {
+	if producerMax < topicMax {
+		return fmt.Sprintf("the producer's message.max.bytes (%d; kafka.producer in the pipeline file)", producerMax)
+	}
+	return fmt.Sprintf("%s (its max.message.bytes, %d)", topic, topicMax)
 }
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start

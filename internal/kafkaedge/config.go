@@ -1,0 +1,92 @@
+// Package kafkaedge is offloader's edge to Kafka on confluent-kafka-go (cgo,
+// bundled librdkafka), the only package besides cmd/ that imports it: the
+// clients' configuration, the group Source and transactional Session the
+// engine (pipeline/engine) runs against, with the stuck-call watchdog that
+// replaces a stuck producer, and the admin calls that check and run use.
+package kafkaedge
+
+import (
+	"os"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/config"
+)
+
+// Defaults for librdkafka properties the user did not set.
+var (
+	consumerDefaults = kafka.ConfigMap{
+		"auto.offset.reset":    "earliest",
+		"max.poll.interval.ms": 300000,
+		// When the prefetch queue is full (queued.max.messages.kbytes), librdkafka
+		// postpones the next fetch by this much; its default of 1000 ms starves the
+		// loop after every slow batch (store uploads, commits) once the queue drains.
+		"fetch.queue.backoff.ms": 10,
+	}
+	producerDefaults = kafka.ConfigMap{
+		"linger.ms": 5,
+		// librdkafka's default is 1 GiB of C memory; memory should follow the
+		// in-flight data (KIP-782), and a batch is bounded by commit.max_bytes.
+		"queue.buffering.max.kbytes": 262144,
+		// Same key -> same partition as the Java clients' default partitioner.
+		"partitioner": "murmur2_random",
+	}
+)
+
+// TransactionalID returns the pipeline's transactional.id: the configured one, or
+// offloader-<pipeline>-<hostname>.
+func TransactionalID(p *config.Pipeline) string {
+	if p.Kafka.TransactionalID != "" {
+		return p.Kafka.TransactionalID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "offloader-" + p.Name + "-" + host
+}
+
+func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
+	cm := kafka.ConfigMap{}
+	for k, v := range defaults {
+		cm[k] = v
+	}
+	for k, v := range user {
+		cm[k] = v
+	}
+	for k, v := range fixed {
+		cm[k] = v
+	}
+	return &cm
+}
+
+// producerConfig is the producer's librdkafka configuration for a pipeline.
+func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
+	return configMap(producerDefaults, p.Kafka.Producer, kafka.ConfigMap{
+		"bootstrap.servers":  p.Kafka.BootstrapServers,
+		"transactional.id":   TransactionalID(p),
+		"enable.idempotence": true,
+		// Nothing reads delivery reports: a failed delivery fails the commit.
+		"go.delivery.reports": false,
+		// The client's defaults are channels of a million slots, 23 MB of
+		// pointers the garbage collector scans every cycle. Events (client
+		// errors) are drained and logged (logEvents); ProduceChannel is unused.
+		"go.events.channel.size":  1000,
+		"go.produce.channel.size": 1,
+	})
+}
+
+// consumerConfig is the consumer's librdkafka configuration for a pipeline.
+// The member is dynamic: static membership (group.instance.id) was tried as
+// a default and dropped, because after a broker restart librdkafka 2.11 had a
+// lone static member fenced as if by a twin ("Static consumer fenced by other
+// consumer with same group.instance.id"), a fatal error.
+func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
+	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
+		"bootstrap.servers":        p.Kafka.BootstrapServers,
+		"group.id":                 p.Source.Group,
+		"isolation.level":          "read_committed",
+		"enable.auto.commit":       false,
+		"enable.auto.offset.store": false,
+	})
+}

@@ -1,0 +1,215 @@
+package kafkaedge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pipeline/engine"
+)
+
+// Group is the engine's Source: a read_committed consumer in the pipeline's
+// group with manual offsets. It assigns with the group's rebalance protocol:
+// Assign and Unassign after an eager rebalance, IncrementalAssign and
+// IncrementalUnassign after a cooperative one (cooperative-sticky).
+type Group struct {
+	c   *kafka.Consumer
+	log *zap.Logger
+	rb  engine.Rebalancer
+	// fatal is an error met in the rebalance callback, returned by the next Poll.
+	fatal error
+	// explain turns a fatal client error into the instance's fatal error.
+	explain func(what string, err error) error
+}
+
+// Subscribe joins the group for topics; rb's callbacks run inside Poll and Close.
+func (g *Group) Subscribe(topics []string, rb engine.Rebalancer) error {
+	g.rb = rb
+	return g.c.SubscribeTopics(topics, g.rebalance)
+}
+
+func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
+	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		var err error
+		if cooperative {
+			err = c.IncrementalAssign(e.Partitions)
+		} else {
+			err = c.Assign(e.Partitions)
+		}
+		if err != nil {
+			// Nothing would be consumed: stop loudly rather than stand still.
+			g.fail(fmt.Errorf("%w: assigning partitions %v: %w", engine.ErrFatal, e.Partitions, err))
+			return err
+		}
+		if err := g.rb.Assigned(partitions(e.Partitions)); err != nil {
+			g.fail(err)
+		}
+	case kafka.RevokedPartitions:
+		if err := g.rb.Revoked(partitions(e.Partitions), c.AssignmentLost()); err != nil {
+			g.fail(err)
+		}
+		var err error
+		if cooperative {
+			err = c.IncrementalUnassign(e.Partitions)
+		} else {
+			err = c.Unassign()
+		}
+		if err != nil {
+			g.fail(fmt.Errorf("%w: unassigning partitions %v: %w", engine.ErrFatal, e.Partitions, err))
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *Group) fail(err error) {
+	if g.fatal == nil {
+		g.fatal = err
+	}
+}
+
+// Poll returns the next record, nil without one within timeout.
+func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
+	ev := g.c.Poll(int(timeout.Milliseconds()))
+	if g.fatal != nil {
+		return nil, g.fatal
+	}
+	switch e := ev.(type) {
+	case *kafka.Message:
+		if e.TopicPartition.Error != nil {
+			g.log.Warn("consume error", zap.Error(e.TopicPartition.Error))
+			return nil, nil
+		}
+		return toRecord(e), nil
+	case kafka.Error:
+		if e.IsFatal() {
+			return nil, g.explain("consumer", e)
+		}
+		g.log.Warn("consumer error", zap.Error(e))
+	}
+	return nil, nil
+}
+
+// Pause stops fetching parts.
+func (g *Group) Pause(parts []engine.Partition) error { return g.c.Pause(topicPartitions(parts)) }
+
+// Resume fetches parts again.
+func (g *Group) Resume(parts []engine.Partition) error { return g.c.Resume(topicPartitions(parts)) }
+
+// Seek moves the positions of the offsets' partitions.
+func (g *Group) Seek(offsets []engine.Offset) error {
+	tps := make([]kafka.TopicPartition, len(offsets))
+	for i, o := range offsets {
+		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
+	}
+	res, err := g.c.SeekPartitions(tps)
+	if err != nil {
+		return err
+	}
+	for _, tp := range res {
+		if tp.Error != nil {
+			return fmt.Errorf("%s[%d] to %v: %w", *tp.Topic, tp.Partition, tp.Offset, tp.Error)
+		}
+	}
+	return nil
+}
+
+// Positions are the consumer's next offsets of those of parts that have one.
+func (g *Group) Positions(parts []engine.Partition) ([]engine.Offset, error) {
+	tps, err := g.c.Position(topicPartitions(parts))
+	if err != nil {
+		return nil, err
+	}
+	return offsets(tps), nil
+}
+
+// Committed are the group's committed offsets of those of parts that have one.
+func (g *Group) Committed(parts []engine.Partition) ([]engine.Offset, error) {
+	tps, err := g.c.Committed(topicPartitions(parts), 30000)
+	if err != nil {
+		return nil, err
+	}
+	return offsets(tps), nil
+}
+
+// HighWatermarks are the cached end offsets of parts (no broker call).
+func (g *Group) HighWatermarks(parts []engine.Partition) ([]engine.Offset, error) {
+	out := make([]engine.Offset, 0, len(parts))
+	for _, p := range parts {
+		_, high, err := g.c.GetWatermarkOffsets(p.Topic, p.Partition)
+		if err != nil || high < 0 {
+			continue
+		}
+		out = append(out, engine.Offset{Partition: p, Offset: high})
+	}
+	return out, nil
+}
+
+// EndOffsets asks the broker for the end offsets (high watermarks) of every
+// partition of topics, for a bounded run.
+func (g *Group) EndOffsets(topics map[string]int, timeout time.Duration) ([]engine.Offset, error) {
+	var out []engine.Offset
+	for topic, n := range topics {
+		for p := range n {
+			_, high, err := g.c.QueryWatermarkOffsets(topic, int32(p), int(timeout.Milliseconds()))
+			if err != nil {
+				return nil, fmt.Errorf("reading the end offset of %s[%d]: %w", topic, p, err)
+			}
+			out = append(out, engine.Offset{Partition: engine.Partition{Topic: topic, Partition: int32(p)}, Offset: high})
+		}
+	}
+	return out, nil
+}
+
+// Close leaves the group (Revoked runs inside it) and closes the consumer.
+func (g *Group) Close() error { return g.c.Close() }
+
+func partitions(tps []kafka.TopicPartition) []engine.Partition {
+	out := make([]engine.Partition, len(tps))
+	for i, tp := range tps {
+		out[i] = engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}
+	}
+	return out
+}
+
+func topicPartitions(parts []engine.Partition) []kafka.TopicPartition {
+	out := make([]kafka.TopicPartition, len(parts))
+	for i := range parts {
+		out[i] = kafka.TopicPartition{Topic: &parts[i].Topic, Partition: parts[i].Partition}
+	}
+	return out
+}
+
+// offsets are the offsets of tps that name one (not "none" or an error).
+func offsets(tps []kafka.TopicPartition) []engine.Offset {
+	out := make([]engine.Offset, 0, len(tps))
+	for _, tp := range tps {
+		if tp.Error == nil && tp.Offset >= 0 {
+			out = append(out, engine.Offset{Partition: engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}, Offset: int64(tp.Offset)})
+		}
+	}
+	return out
+}
+
+func toRecord(m *kafka.Message) *pipeline.Record {
+	r := &pipeline.Record{
+		Topic:     *m.TopicPartition.Topic,
+		Partition: m.TopicPartition.Partition,
+		Offset:    int64(m.TopicPartition.Offset),
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]pipeline.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
+}

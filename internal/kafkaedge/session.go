@@ -1,0 +1,306 @@
+package kafkaedge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pipeline/engine"
+)
+
+// stuckGrace is how long a transactional call may run past its own timeout
+// before the producer counts as stuck and is replaced. librdkafka's coordinator
+// requests can wait for a broker state change that never comes, past the
+// call's timeout (librdkafka issues #5456 and #5511; seen here after a broker
+// restart, in SendOffsetsToTransaction).
+const stuckGrace = 15 * time.Second
+
+// Session is the engine's transactional Session: one transactional producer
+// carrying the Group's consumer group metadata (KIP-447). librdkafka's error
+// contract is mapped onto the engine's: retriable -> called again within the
+// call's timeout; requires abort -> *engine.AbortError; fatal (fenced
+// included) -> engine.ErrFatal. A call stuck stuckGrace past its timeout is
+// given up on: Abort then replaces the producer by a new one with the same
+// transactional.id, which fences the stuck one and aborts its transaction.
+type Session struct {
+	p        *config.Pipeline
+	log      *zap.Logger
+	m        *observability.Metrics
+	consumer *kafka.Consumer
+	producer *kafka.Producer
+	// stuckGrace is the package's stuckGrace, shorter in tests.
+	stuckGrace time.Duration
+	// stuck is the call the producer is stuck in, if any: Abort replaces it.
+	stuck   *stuckError
+	msg     kafka.Message  // reused by Produce
+	headers []kafka.Header // msg's headers, reused too
+}
+
+// Connect creates the pipeline's consumer and transactional producer and
+// initialises transactions, which fences any earlier producer with the same
+// transactional.id and aborts its open transaction.
+func Connect(ctx context.Context, p *config.Pipeline, log *zap.Logger, m *observability.Metrics) (*Group, *Session, error) {
+	s := &Session{p: p, log: log, m: m, stuckGrace: stuckGrace}
+	producer, err := s.newProducer(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	consumer, err := kafka.NewConsumer(consumerConfig(p))
+	if err != nil {
+		producer.Close()
+		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
+	}
+	s.producer, s.consumer = producer, consumer
+	return &Group{c: consumer, log: log, explain: s.fatalError}, s, nil
+}
+
+// newProducer creates a transactional producer and initialises its
+// transactions. A producer stuck in InitTransactions is left open: closing a
+// client stuck in a call would block too.
+func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
+	producer, err := kafka.NewProducer(producerConfig(s.p))
+	if err != nil {
+		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
+	}
+	go s.logEvents(producer)
+	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	deadline, _ := initCtx.Deadline()
+	if err := bounded("InitTransactions", deadline, s.stuckGrace, func() error { return producer.InitTransactions(initCtx) }); err != nil {
+		if !errors.As(err, new(*stuckError)) {
+			producer.Close()
+		}
+		return nil, fmt.Errorf("%w: initialising transactions for transactional.id %q: %w", engine.ErrFatal, TransactionalID(s.p), err)
+	}
+	return producer, nil
+}
+
+// logEvents logs the producer's client errors (a broker going away, say) until
+// the producer closes. The transactional calls report what they mean for a
+// batch; these say why.
+func (s *Session) logEvents(producer *kafka.Producer) {
+	for ev := range producer.Events() {
+		if e, ok := ev.(kafka.Error); ok {
+			level := zap.WarnLevel
+			if e.IsFatal() {
+				level = zap.ErrorLevel
+			}
+			s.log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()))
+		}
+	}
+}
+
+// Begin opens a transaction.
+func (s *Session) Begin(ctx context.Context) error {
+	return s.txnCall(ctx, "BeginTransaction", time.Minute, func(context.Context) error { return s.producer.BeginTransaction() })
+}
+
+// Commit sends offsets with the group's metadata to the transaction and
+// commits it. A call stuck in either may have committed: its AbortError is
+// Unsure.
+func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
+	meta, err := s.consumer.GetConsumerGroupMetadata()
+	if err != nil {
+		return fmt.Errorf("%w: reading group metadata: %w", engine.ErrFatal, err)
+	}
+	tps := make([]kafka.TopicPartition, len(offsets))
+	for i, o := range offsets {
+		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
+	}
+	if err := s.txnCall(ctx, "SendOffsetsToTransaction", time.Minute, func(c context.Context) error {
+		return s.producer.SendOffsetsToTransaction(c, tps, meta)
+	}); err != nil {
+		return err
+	}
+	return s.txnCall(ctx, "CommitTransaction", time.Minute, s.producer.CommitTransaction)
+}
+
+// Abort aborts the open transaction, by replacing the producer if it is stuck.
+func (s *Session) Abort(ctx context.Context) error {
+	if s.stuck != nil {
+		return s.replaceProducer(ctx)
+	}
+	err := s.txnCall(ctx, "AbortTransaction", 30*time.Second, s.producer.AbortTransaction)
+	var abort *engine.AbortError
+	if errors.As(err, &abort) {
+		if s.stuck != nil {
+			return s.replaceProducer(ctx)
+		}
+		return fmt.Errorf("%w: aborting: %w", engine.ErrFatal, abort.Err)
+	}
+	return err
+}
+
+// replaceProducer replaces a producer stuck in a call by a new one with the
+// same transactional.id. Initialising the new one fences the stuck one and
+// aborts its open transaction, as a restart of the instance would. The stuck
+// producer is closed if its call ever returns.
+func (s *Session) replaceProducer(ctx context.Context) error {
+	stuck := s.stuck
+	s.stuck = nil
+	s.m.StuckProducers.Inc()
+	s.log.Error("transactional producer stuck: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(stuck))
+	old := s.producer
+	s.producer = nil // closed below once its call returns, never by Close
+	go func() {
+		<-stuck.done
+		old.Close()
+	}()
+	p, err := s.newProducer(ctx)
+	if err != nil {
+		return err
+	}
+	s.producer = p
+	return nil
+}
+
+// Close closes the producer, unless it is stuck in a call.
+func (s *Session) Close() {
+	if s.producer != nil && s.stuck == nil {
+		s.producer.Close()
+	}
+}
+
+// Produce adds rec to the open transaction. A full local queue
+// (queue.buffering.max.kbytes) is waited on until deliveries drain it; one
+// that does not drain within a minute (the broker is away) aborts.
+func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic string, partition int32) error {
+	// Produce copies the message into librdkafka: one struct serves them all.
+	msg := &s.msg
+	*msg = kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
+		Key:            rec.Key,
+		Value:          rec.Value,
+		Timestamp:      rec.Timestamp,
+	}
+	if partition == engine.AnyPartition {
+		msg.TopicPartition.Partition = kafka.PartitionAny
+	}
+	if len(rec.Headers) > 0 {
+		s.headers = s.headers[:0]
+		for _, h := range rec.Headers {
+			s.headers = append(s.headers, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+		msg.Headers = s.headers
+	}
+	var waited time.Time
+	for {
+		err := s.producer.Produce(msg, nil)
+		if err == nil {
+			return nil
+		}
+		var kerr kafka.Error
+		if errors.As(err, &kerr) && kerr.Code() == kafka.ErrQueueFull {
+			if waited.IsZero() {
+				waited = time.Now()
+			}
+			s.producer.Flush(100)
+			if ctx.Err() != nil || time.Since(waited) > time.Minute {
+				return &engine.AbortError{Err: fmt.Errorf("producing: %w (the local queue did not drain)", err)}
+			}
+			continue
+		}
+		return s.fatalError(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value)), err)
+	}
+}
+
+// stuckError is a call still running grace after its deadline; done receives
+// its result if it ever returns.
+type stuckError struct {
+	what  string
+	grace time.Duration
+	done  <-chan error
+}
+
+func (e *stuckError) Error() string {
+	return fmt.Sprintf("%s is still running %s past its timeout: the Kafka client is stuck", e.what, e.grace)
+}
+
+// bounded runs call, which should return by deadline, and waits for it until
+// grace after that. A call still running then is left to finish (or not) on
+// its own goroutine.
+func bounded(what string, deadline time.Time, grace time.Duration, call func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	t := time.NewTimer(time.Until(deadline) + grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return &stuckError{what: what, grace: grace, done: done}
+	}
+}
+
+// txnCall runs one transactional call with librdkafka's error contract:
+// retriable -> call again; requires abort -> AbortError; fatal (fenced
+// included) or anything else -> ErrFatal. A call stuck stuckGrace past its
+// timeout is an AbortError too, Unsure, and marks the producer stuck.
+func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duration, call func(context.Context) error) error {
+	// The call's own deadline bounds its retries: a call that keeps timing out
+	// (a broker that stays away) ends in an abort, not an endless loop.
+	callCtx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	deadline, _ := callCtx.Deadline()
+	backoff := 50 * time.Millisecond
+	for {
+		err := bounded(what, deadline, s.stuckGrace, func() error { return call(callCtx) })
+		if err == nil {
+			return nil
+		}
+		var stuck *stuckError
+		if errors.As(err, &stuck) {
+			s.stuck = stuck
+			return &engine.AbortError{Err: stuck, Unsure: true}
+		}
+		var kerr kafka.Error
+		if !errors.As(err, &kerr) {
+			return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
+		}
+		switch {
+		case kerr.IsFatal():
+			return s.fatalError(what, err)
+		case kerr.TxnRequiresAbort():
+			return &engine.AbortError{Err: fmt.Errorf("%s: %w", what, err)}
+		case kerr.IsRetriable() || kerr.IsTimeout():
+			if callCtx.Err() != nil {
+				return &engine.AbortError{Err: fmt.Errorf("%s: %w (still failing after %s)", what, err, timeout)}
+			}
+			if ctx.Err() != nil {
+				return &engine.AbortError{Err: fmt.Errorf("%s: %w (shutdown deadline passed)", what, err)}
+			}
+			s.log.Debug("retrying transactional call", zap.String("call", what), zap.Error(err))
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+		default:
+			return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
+		}
+	}
+}
+
+// fatalError is the error that stops the instance after a fatal Kafka error
+// in what: librdkafka's own cause rather than its generic "Local: Fatal
+// error", and, when this instance was fenced, who fenced it and what to change.
+func (s *Session) fatalError(what string, err error) error {
+	var kerr kafka.Error
+	if errors.As(err, &kerr) && kerr.Code() == kafka.ErrFatal && s.producer != nil {
+		if cause := s.producer.GetFatalError(); cause != nil {
+			err = cause
+		}
+	}
+	if errors.As(err, &kerr) {
+		switch kerr.Code() {
+		case kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch, kafka.ErrFencedInstanceID:
+			return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+				engine.ErrFatal, what, TransactionalID(s.p), s.p.Name, err)
+		}
+	}
+	return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
+}

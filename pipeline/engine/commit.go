@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+)
+
+// pendingCommit is a batch's transaction in flight in the committer goroutine.
+type pendingCommit struct {
+	done  chan error
+	start []Offset // each partition's first offset in the batch
+	// settled counts the batch's source records per partition, for the
+	// run's report once the commit succeeded.
+	settled map[Partition]int64
+}
+
+// flush waits for the batch's transforms, settles the previous commit,
+// produces the batch's last outputs and hands the transaction to the committer
+// goroutine.
+func (e *Engine) flush(ctx context.Context) error {
+	collected := e.opts.Now()
+	transformErr := e.batch.proc.Wait()
+	transformed := e.opts.Now()
+	if aborted, err := e.settle(ctx, true); err != nil || aborted {
+		// The previous batch aborted: the consumer went back to its start and
+		// this batch was dropped, to be read again.
+		return err
+	}
+	if transformErr != nil {
+		return e.batchFailed(ctx, transformErr)
+	}
+	settled := e.opts.Now()
+	if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
+		return err // nil proc: a failure rewound the batch
+	}
+	if e.batch.proc.Remaining() > 0 {
+		// The work context ended after Wait: committing the offsets now would
+		// skip the records whose results were not produced.
+		return e.rewind(nil)
+	}
+	if err := e.begin(ctx); err != nil { // no output opened it (all dropped): offsets only
+		return e.produceFailed(ctx, err)
+	}
+	e.resumed()
+	if err := e.handOff(ctx, slices.Clone(e.batch.firsts)); err != nil {
+		return err
+	}
+	for _, k := range e.forget {
+		delete(e.failures, k) // retried in place and done, or dead-lettered
+	}
+	e.forget = e.forget[:0]
+	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
+		ce.Write(zap.Int("records", e.batch.len), zap.Int("bytes", e.batch.bytes),
+			zap.Duration("collect", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
+			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", e.opts.Now().Sub(settled)))
+	}
+	e.batch.reset()
+	return nil
+}
+
+// produceReady settles the commit in flight if it has finished, then produces
+// the batch's finished results in input order into the batch's transaction.
+// While a commit is in flight nothing is produced: the results wait in the batch.
+func (e *Engine) produceReady(ctx context.Context) error {
+	if e.batch.proc == nil {
+		return nil
+	}
+	if e.pending != nil {
+		select {
+		case err := <-e.pending.done:
+			if _, err := e.settled(ctx, err, true); err != nil || e.batch.proc == nil {
+				return err // nil proc: the commit aborted and the batch was rewound
+			}
+		default:
+			return nil
+		}
+	}
+	for res, ok := e.batch.proc.Next(); ok; res, ok = e.batch.proc.Next() {
+		if err := e.emit(ctx, res); err != nil {
+			return e.produceFailed(ctx, err)
+		}
+	}
+	return nil
+}
+
+// emit produces one record's result: its output, or, for a failed record or an
+// output over the slim topic's limit, a record for its retry or dead-letter
+// topic, which commits with the offsets that skip the original.
+func (e *Engine) emit(ctx context.Context, res pipeline.Result) error {
+	rec, err := e.outcome(ctx, res)
+	if err != nil {
+		return err
+	}
+	if len(e.failures) > 0 {
+		if k := offsetOf(res.In); e.failures[k] > 0 {
+			e.forget = append(e.forget, k)
+		}
+	}
+	e.batch.tally.settle(res.In)
+	if rec == nil {
+		e.batch.tally.dropped++
+		return nil
+	}
+	if err := e.begin(ctx); err != nil {
+		return err
+	}
+	topic, partition := e.opts.SlimTopic, AnyPartition
+	if rec.Destination != "" {
+		topic = rec.Destination
+	}
+	// Dead-letter records spread by key: the dead-letter topic need not have
+	// as many partitions as the source.
+	if e.opts.PreservePartitions && topic != e.deadLetterTopic {
+		partition = rec.Partition
+	}
+	if err := e.session.Produce(ctx, rec, topic, partition); err != nil {
+		return err
+	}
+	e.count(res.In, rec)
+	return nil
+}
+
+func (e *Engine) count(in, out *pipeline.Record) {
+	t := &e.batch.tally
+	t.out++
+	switch {
+	case out.Destination != "" && out.Destination == e.deadLetterTopic:
+		t.deadLettered++
+	case pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header):
+		t.offloaded++
+		t.offloadedBytes += len(in.Value)
+	default:
+		t.passthrough++
+	}
+}
+
+// begin opens the batch's transaction, if it has none open yet.
+func (e *Engine) begin(ctx context.Context) error {
+	if e.batch.inTxn {
+		return nil
+	}
+	if err := e.session.Begin(ctx); err != nil {
+		return err
+	}
+	e.batch.inTxn = true
+	return nil
+}
+
+// handOff takes the consumer positions after the batch and starts the
+// committer goroutine, which commits them with the batch's transaction,
+// while this goroutine collects the next batch.
+func (e *Engine) handOff(ctx context.Context, start []Offset) error {
+	offsets, err := e.src.Positions(e.assigned)
+	if err != nil {
+		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
+	}
+	t := e.batch.tally
+	p := &pendingCommit{done: make(chan error, 1), start: start, settled: t.settled}
+	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
+	go func() { p.done <- e.commit(ctx, offsets, t) }()
+	return nil
+}
+
+// commit runs in the committer goroutine; no other Session call runs
+// meanwhile (see settle). The transaction's records count in the metrics as
+// soon as it commits, not when the polling goroutine settles it.
+func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
+	began := time.Now()
+	if err := e.session.Commit(ctx, offsets); err != nil {
+		return err
+	}
+	took := time.Since(began)
+	e.m.TxnCommits.Inc()
+	e.m.TxnLatency.Observe(took.Seconds())
+	e.m.RecordsOut.Add(float64(t.out))
+	e.m.RecordsDropped.Add(float64(t.dropped))
+	e.m.DeadLettered.Add(float64(t.deadLettered))
+	e.m.Offloaded.Add(float64(t.offloaded))
+	e.m.OffloadedBytes.Add(float64(t.offloadedBytes))
+	e.m.Passthrough.Add(float64(t.passthrough))
+	if ce := e.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
+		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
+	}
+	return nil
+}
+
+// settle waits for the commit in flight. A commit that must abort is aborted and,
+// with rewind, the consumer goes back to the start of that batch (dropping the
+// batch collected since); aborted reports that. Fatal errors are returned.
+func (e *Engine) settle(ctx context.Context, rewind bool) (aborted bool, err error) {
+	if e.pending == nil {
+		return false, nil
+	}
+	return e.settled(ctx, <-e.pending.done, rewind)
+}
+
+// settled takes the outcome err of the commit in flight, as settle does.
+func (e *Engine) settled(ctx context.Context, err error, rewind bool) (aborted bool, _ error) {
+	p := e.pending
+	e.pending = nil
+	if err == nil {
+		e.aborts = 0
+		for part, n := range p.settled {
+			e.report.Committed[part] += n
+		}
+		return false, nil
+	}
+	var abort *AbortError
+	if !errors.As(err, &abort) {
+		return false, err
+	}
+	return true, e.recover(ctx, abort, p.start, rewind)
+}

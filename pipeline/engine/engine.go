@@ -1,0 +1,398 @@
+// Package engine is offloader's exactly-once consume-transform-produce loop,
+// run against two small interfaces of its own: a group Source and a
+// transactional Session (internal/kafkaedge adapts librdkafka to both). Each
+// transaction holds one batch of output records plus the consumer positions
+// after that batch, so a record's output and its offset commit together or
+// not at all. What becomes of a failure is the failure policy's decision
+// (dlt.Policy); the engine executes it.
+//
+// One goroutine polls, and each record starts through the transform chain as
+// it arrives (pipeline.Batch: quick steps at once, store uploads on workers).
+// The outputs are produced in input order as soon as they are finished, into
+// the batch's transaction, which opens with the first of them. When the batch
+// is due, its last outputs are produced, the consumer positions after it are
+// taken, and a committer goroutine commits them with the transaction, while
+// the poll goroutine collects and transforms the next batch; it produces
+// nothing until that commit is settled. Session calls therefore never overlap.
+// The commit is also settled before a rebalance gives partitions up and
+// before stopping. A failed transaction is aborted and the consumer rewound to
+// the start of its batch (the batch collected since is dropped and read
+// again). An eager rebalance aborts the transaction of the batch in hand and
+// drops it; a cooperative one commits it before the revoked partitions are
+// given up, and the partitions kept go on.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// Commit bounds a batch: it is committed once any bound is reached.
+type Commit struct {
+	Interval   time.Duration
+	MaxRecords int
+	MaxBytes   int
+}
+
+// Offloader stores what a failure record cannot carry within its topic's
+// limit (transforms.Offload with the dead-letter topic's limit).
+type Offloader interface {
+	// ValueOffloadFits says whether offloading rec's value brings it under limit.
+	ValueOffloadFits(rec *pipeline.Record, limit int) bool
+	// Apply offloads rec's value.
+	Apply(ctx context.Context, rec *pipeline.Record) (*pipeline.Record, error)
+	// StoreRecord stores the whole of rec and returns a pointer record to it.
+	StoreRecord(ctx context.Context, rec *pipeline.Record) (*pipeline.Record, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Name is the pipeline's name, for dead-letter headers.
+	Name         string
+	SourceTopics []string
+	SlimTopic    string
+	// PreservePartitions produces each output to its source record's
+	// partition (partitioning: preserve); otherwise the partitioner picks
+	// by key. Dead-letter records always spread by key.
+	PreservePartitions bool
+	Commit             Commit
+	// Chain transforms each record; nil output drops it.
+	Chain pipeline.Chain
+	// StepNames name the chain's steps for dead-letter headers.
+	StepNames []string
+	// Concurrency bounds records transformed (and uploaded) at once.
+	Concurrency int
+	// Policy decides what becomes of failures; its rules name the retry and
+	// dead-letter topics.
+	Policy *dlt.Policy
+	// SlimLimit is the largest record the slim topic and the producer accept
+	// (0: unchecked); SlimGate names that limit for errors.
+	SlimLimit int
+	SlimGate  string
+	// DeadLetterLimit is the same for the retry and dead-letter topics, and
+	// DeadLetterGate names it.
+	DeadLetterLimit int
+	DeadLetterGate  string
+	// DeadLetterOffload stores what a failure record cannot carry (nil: the
+	// pipeline has no payload store).
+	DeadLetterOffload Offloader
+	// SourcePartitions are the source topics' partition counts, against
+	// which retry records' original coordinates are checked.
+	SourcePartitions map[string]int
+	// Until, when set, ends the run once every assigned partition it names
+	// has committed up to its offset (a bounded run).
+	Until []Offset
+	// ShutdownTimeout bounds the final commit after ctx ends.
+	ShutdownTimeout time.Duration
+	Logger          *zap.Logger
+	Metrics         *observability.Metrics
+	// Now is the clock and After the timer (time.Now and time.After outside
+	// tests).
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+}
+
+// Report is what a run did: the records each source partition had
+// committed (consumed and settled: produced, routed or dropped).
+type Report struct {
+	Committed map[Partition]int64
+	// ReachedEnd: a bounded run stopped because every assigned partition
+	// reached its end offset.
+	ReachedEnd bool
+}
+
+// New returns an engine that reads src and writes through session.
+func New(opts Options, src Source, session Session) *Engine {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, session: session, policy: opts.Policy}
+	rules := opts.Policy.Rules()
+	e.intake = dlt.Intake{Sources: opts.SourcePartitions, RetryTopics: map[string]bool{}}
+	for _, t := range rules.Tiers {
+		e.intake.RetryTopics[t.Topic] = true
+	}
+	e.deadLetterTopic = rules.DeadLetterTopic
+	return e
+}
+
+// Engine is one instance of a pipeline's loop.
+type Engine struct {
+	opts            Options
+	log             *zap.Logger
+	m               *observability.Metrics
+	src             Source
+	session         Session
+	policy          *dlt.Policy
+	intake          dlt.Intake // what a consumed record may claim about itself
+	deadLetterTopic string
+
+	batch    batch
+	assigned []Partition
+	aborts   int // consecutive Kafka aborts of one batch
+	pause    pause
+	held     map[Partition]time.Time // retry partitions paused until their next record is due
+	// failures counts, in mode: blocking, how often each record failed
+	// (retries in place); forget lists those the batch in hand settles.
+	failures map[Offset]int
+	forget   []Offset
+	pending  *pendingCommit
+	fatal    error // a fatal error met inside a rebalance callback
+	now      time.Time
+	lastLag  time.Time
+	stop     <-chan struct{}
+	work     context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
+	report   Report
+	until    map[Partition]int64
+	// warnedReserved is set once a source record's retry headers were logged.
+	warnedReserved bool
+}
+
+// Run consumes until ctx ends, a bounded run reaches its end, or a fatal
+// error. On ctx's end it stops polling, commits the batch in hand within
+// ShutdownTimeout, leaves the group and returns. The Session is closed too.
+func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
+	e.held, e.failures = map[Partition]time.Time{}, map[Offset]int{}
+	e.report.Committed = map[Partition]int64{}
+	if e.opts.Until != nil {
+		e.until = map[Partition]int64{}
+		for _, o := range e.opts.Until {
+			e.until[o.Partition] = o.Offset
+		}
+	}
+	defer func() {
+		if closeErr := e.close(err); err == nil {
+			err = closeErr
+		}
+		rep = e.report
+	}()
+	topics := append([]string(nil), e.opts.SourceTopics...)
+	for _, t := range e.policy.Rules().Tiers {
+		topics = append(topics, t.Topic)
+	}
+	if err := e.src.Subscribe(topics, e); err != nil {
+		return rep, fmt.Errorf("%w: subscribing to %v: %w", ErrFatal, topics, err)
+	}
+
+	// ctx ending stops polling; the batch in hand (its uploads included) keeps
+	// going for up to ShutdownTimeout more, so that a signal commits it rather
+	// than cutting its store calls short.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(e.opts.ShutdownTimeout, cancelWork) })
+	defer stopGrace()
+	e.stop = ctx.Done()
+	e.work = work
+
+	e.now = e.opts.Now()
+	for ctx.Err() == nil {
+		if err := e.resumeDue(); err != nil {
+			return rep, err
+		}
+		if err := e.pollOnce(); err != nil {
+			return rep, err
+		}
+		if err := e.produceReady(work); err != nil {
+			return rep, err
+		}
+		if e.batchDue() {
+			if err := e.flush(work); err != nil {
+				return rep, err
+			}
+		}
+		if done, err := e.reachedEnd(); err != nil {
+			return rep, err
+		} else if done {
+			e.log.Info("every assigned partition reached its end offset: stopping", zap.Int("partitions", len(e.assigned)))
+			e.report.ReachedEnd = true
+			return rep, nil
+		}
+		e.updateLag()
+	}
+	e.log.Info("stopping: committing the batch in hand", zap.Int("records", e.batch.len))
+	if e.batch.len > 0 {
+		if err := e.flush(work); err != nil {
+			return rep, err
+		}
+	}
+	_, err = e.settle(work, true)
+	return rep, err
+}
+
+// fatalCloseTimeout bounds closing the clients after a fatal error: a fenced
+// client may never finish leaving its group (a static member fenced by its
+// twin kept trying to rejoin, and Close waited for it forever), and nothing
+// is left to commit.
+const fatalCloseTimeout = 10 * time.Second
+
+// close settles the commit in flight, leaves the group and closes the
+// session. After failed, a fatal error, closing is given fatalCloseTimeout and
+// then left to finish on its own: the process exits anyway.
+func (e *Engine) close(failed error) error {
+	if !errors.Is(failed, ErrFatal) {
+		return e.closeClients()
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.closeClients() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(fatalCloseTimeout):
+		e.log.Warn("the Kafka clients did not close in time after a fatal error: exiting without leaving the group",
+			zap.Duration("waited", fatalCloseTimeout), zap.NamedError("fatal", failed))
+		return nil
+	}
+}
+
+func (e *Engine) closeClients() error {
+	e.m.SetReady(false)
+	if e.pending != nil {
+		// Run failed with a commit in flight: let it finish before closing.
+		// Its outcome no longer matters: an open transaction is aborted when
+		// this transactional.id next initialises.
+		<-e.pending.done
+		e.pending = nil
+	}
+	err := e.src.Close() // leaves the group; Revoked runs inside it
+	e.session.Close()
+	if err != nil {
+		return fmt.Errorf("leaving the consumer group: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) pollOnce() error {
+	timeout := 100 * time.Millisecond
+	if e.batch.len > 0 {
+		timeout = max(time.Millisecond, e.opts.Commit.Interval-e.now.Sub(e.batch.start))
+	}
+	rec, err := e.src.Poll(timeout)
+	e.now = e.opts.Now()
+	e.m.Progress(e.now)
+	if e.fatal != nil {
+		return e.fatal
+	}
+	if err != nil || rec == nil {
+		return err
+	}
+	if e.intake.RetryTopics[rec.Topic] {
+		if hold, err := e.holdUntilDue(rec); hold || err != nil {
+			return err
+		}
+	}
+	if end, ok := e.until[Partition{rec.Topic, rec.Partition}]; ok && rec.Offset >= end {
+		return e.stopAtEnd(rec)
+	}
+	if e.batch.len == 0 {
+		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Concurrency, e.isolates)
+	}
+	e.batch.note(rec)
+	e.admit(rec)
+	e.m.RecordsIn.Inc()
+	return nil
+}
+
+// admit adds a consumed record to the batch as the intake lets it in: a
+// source record without retry headers, a retry record with its original
+// coordinates, or a retry record with invalid headers as a failure (to be
+// dead-lettered under its own coordinates).
+func (e *Engine) admit(rec *pipeline.Record) {
+	admitted, stripped, err := e.intake.Admit(rec)
+	if stripped > 0 {
+		e.m.ReservedHeaders.Add(float64(stripped))
+		if !e.warnedReserved {
+			e.warnedReserved = true
+			e.log.Warn("a source record carried retry headers: ignored and removed (only the pipeline's retry topics may carry them; offloader_reserved_headers_stripped_total counts them, and this is logged once)",
+				zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Int("headers", stripped))
+		}
+	}
+	if err != nil {
+		e.batch.proc.AddFailed(admitted, err)
+		return
+	}
+	e.batch.proc.Add(admitted)
+}
+
+func (e *Engine) batchDue() bool {
+	c := e.opts.Commit
+	return e.batch.len > 0 && (e.batch.len >= c.MaxRecords || e.batch.bytes >= c.MaxBytes ||
+		e.now.Sub(e.batch.start) >= c.Interval)
+}
+
+// reachedEnd reports whether a bounded run is done: partitions are
+// assigned, every assigned partition with an end offset was read up to it,
+// nothing is in hand, and the last commit succeeded.
+func (e *Engine) reachedEnd() (bool, error) {
+	if e.until == nil || len(e.assigned) == 0 || e.batch.len > 0 {
+		return false, nil
+	}
+	positions, err := e.src.Positions(e.assigned)
+	if err != nil {
+		return false, fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
+	}
+	at := map[Partition]int64{}
+	for _, o := range positions {
+		at[o.Partition] = o.Offset
+	}
+	for _, p := range e.assigned {
+		if end, ok := e.until[p]; ok && end > 0 && at[p] < end {
+			return false, nil
+		}
+	}
+	aborted, err := e.settle(e.work, true)
+	return err == nil && !aborted, err
+}
+
+// stopAtEnd pauses the partition of rec, a record at or past its end offset
+// in a bounded run, and seeks back to it: the run commits exactly up to the
+// end, and whoever reads the partition next starts at rec.
+func (e *Engine) stopAtEnd(rec *pipeline.Record) error {
+	at := Offset{Partition{rec.Topic, rec.Partition}, rec.Offset}
+	if err := e.src.Pause([]Partition{at.Partition}); err != nil {
+		return fmt.Errorf("%w: pausing %s at its end offset: %w", ErrFatal, at.Partition, err)
+	}
+	if err := e.src.Seek([]Offset{at}); err != nil {
+		return fmt.Errorf("%w: seeking %s back to its end offset %d: %w", ErrFatal, at.Partition, at.Offset, err)
+	}
+	return nil
+}
+
+// updateLag refreshes the consumer lag gauge from cached watermarks, every few
+// seconds. (librdkafka's committed-offset statistics go stale under EOS.)
+func (e *Engine) updateLag() {
+	if e.now.Sub(e.lastLag) < 5*time.Second || len(e.assigned) == 0 {
+		return
+	}
+	e.lastLag = e.now
+	positions, err := e.src.Positions(e.assigned)
+	if err != nil {
+		return
+	}
+	highs, err := e.src.HighWatermarks(e.assigned)
+	if err != nil {
+		return
+	}
+	high := map[Partition]int64{}
+	for _, h := range highs {
+		high[h.Partition] = h.Offset
+	}
+	for _, p := range positions {
+		if h, ok := high[p.Partition]; ok && h >= 0 {
+			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition.Partition)).Set(float64(h - p.Offset))
+		}
+	}
+}

@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// This file executes the failure policy's decisions (dlt.Policy.Decide).
+
+func offsetOf(r *pipeline.Record) Offset {
+	return Offset{Partition{r.Topic, r.Partition}, r.Offset}
+}
+
+// decide asks the policy about rec's failure err.
+func (e *Engine) decide(rec *pipeline.Record, err error) dlt.Decision {
+	return e.policy.Decide(rec, err, e.failures[offsetOf(rec)], e.pause.outages)
+}
+
+// isolates reports whether a failure stays with its record (which the policy
+// routes to a retry or dead-letter topic) instead of breaking the batch.
+func (e *Engine) isolates(rec *pipeline.Record, err error) bool {
+	return e.decide(rec, err).Routes()
+}
+
+// outcome is the record to produce for a result: the output checked against
+// the slim topic's size gate (nil if the chain dropped the record), or for a
+// failure a record for its retry or dead-letter topic, as the policy routes it.
+func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Record, error) {
+	in, cause := res.In, res.Err
+	if cause == nil {
+		if res.Out == nil {
+			return nil, nil
+		}
+		rec := dlt.Clean(res.Out) // a retried record that succeeded leaves its retry headers behind
+		if rec.Destination != "" || e.opts.SlimLimit <= 0 {
+			return rec, nil
+		}
+		size := pipeline.EstimateRecordSize(rec)
+		if size <= e.opts.SlimLimit {
+			return rec, nil
+		}
+		cause = &dlt.TooLargeError{Size: size, Limit: e.opts.SlimLimit, Gate: e.opts.SlimGate}
+	}
+	d := e.decide(in, cause)
+	if !d.Routes() {
+		return nil, e.stopFor(in, cause, d)
+	}
+	stage := "size check"
+	var se *pipeline.StepError
+	switch {
+	case errors.As(cause, &se) && se.Step < len(e.opts.StepNames):
+		stage = e.opts.StepNames[se.Step]
+	case d.Class == dlt.InvalidRetry:
+		stage = "retry headers"
+	}
+	failure := dlt.Failure{Record: in, Err: cause, Stage: stage, Attempts: d.Attempts, At: e.opts.Now()}
+	var rec *pipeline.Record
+	if d.Action == dlt.RetryTier {
+		rec = dlt.RetryRecord(failure, e.opts.Name, d.Topic, d.Due)
+	} else {
+		rec = dlt.Record(failure, e.opts.Name, d.Topic)
+	}
+	rec, err := e.fit(ctx, rec, failure)
+	if err != nil {
+		return nil, err
+	}
+	e.log.Warn("record failed: sent to "+rec.Destination, zap.Int("attempts", failure.Attempts), zap.String("topic", in.Topic),
+		zap.Int32("partition", in.Partition), zap.Int64("offset", in.Offset),
+		zap.String("stage", stage), zap.String("class", string(d.Class)), zap.Error(cause))
+	return rec, nil
+}
+
+// stopFor is the fatal error for a record the policy says nothing can take.
+func (e *Engine) stopFor(in *pipeline.Record, cause error, d dlt.Decision) error {
+	fix := d.Fix
+	var tooLarge *dlt.TooLargeError
+	if errors.As(cause, &tooLarge) && fix != "" {
+		fix = "raise that limit, or " + fix
+	}
+	if fix != "" {
+		fix = "; " + fix
+	}
+	return fmt.Errorf("%w: %s/%d@%d: %w%s", ErrFatal, in.Topic, in.Partition, in.Offset, cause, fix)
+}
+
+// fit makes a retry or dead-letter record fit its topic, as dlt.FitFor says:
+// as it is, with its value offloaded, or, when its key or headers alone are
+// too large, as a pointer to the whole original record stored as one object,
+// with the error headers, on the dead-letter topic (a retry tier cannot use
+// such a record). Without a payload store nothing can hold it, and the
+// instance stops rather than drop it.
+func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Failure) (*pipeline.Record, error) {
+	limit, offload := e.opts.DeadLetterLimit, e.opts.DeadLetterOffload
+	if limit <= 0 {
+		return rec, nil
+	}
+	size := pipeline.EstimateRecordSize(rec)
+	in := failure.Record
+	fits := offload != nil && offload.ValueOffloadFits(rec, limit)
+	switch dlt.FitFor(size, limit, fits, offload != nil) {
+	case dlt.AsIs:
+		return rec, nil
+	case dlt.CannotFit:
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its %d-byte record is over the %d bytes %s takes; add an offload step, which also stores failed records too large for that topic, or raise that limit",
+			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, e.opts.DeadLetterGate)
+	case dlt.OffloadValue:
+		out, err := offload.Apply(ctx, rec)
+		if err != nil {
+			return nil, fmt.Errorf("offloading the value of failed record %s/%d@%d: %w", in.Topic, in.Partition, in.Offset, err)
+		}
+		if pipeline.EstimateRecordSize(out) <= limit {
+			return out, nil
+		}
+	}
+	whole, err := offload.StoreRecord(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("storing failed record %s/%d@%d whole: %w", in.Topic, in.Partition, in.Offset, err)
+	}
+	failure.Record = whole
+	out := dlt.Record(failure, e.opts.Name, e.deadLetterTopic)
+	if size := pipeline.EstimateRecordSize(out); size > limit {
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
+			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, e.opts.DeadLetterGate)
+	}
+	return out, nil
+}
+
+// produceFailed handles a failure to produce a result: a transaction that must
+// abort is aborted and the batch reprocessed, a store the dead-letter path
+// could not reach pauses the pipeline (batchFailed), anything else is fatal.
+func (e *Engine) produceFailed(ctx context.Context, err error) error {
+	var abort *AbortError
+	switch {
+	case errors.As(err, &abort):
+		return e.recover(ctx, abort, nil, true)
+	case dlt.Classify(err) == dlt.TransientStore || dlt.Classify(err) == dlt.Canceled:
+		return e.batchFailed(ctx, err)
+	default:
+		return err
+	}
+}
+
+// batchFailed handles a batch the chain failed on, as the policy decides: the
+// batch is rewound and read again (at once, after a retry-in-place delay, or,
+// with the store unavailable past its budget, after a backoff while the
+// pipeline counts as paused), or the instance stops loudly: records it
+// cannot process are not dropped.
+func (e *Engine) batchFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return e.rewind(nil)
+	}
+	var re *pipeline.RecordError
+	var d dlt.Decision
+	if errors.As(err, &re) {
+		d = e.decide(re.Record, err)
+	} else {
+		d = e.policy.DecideBatch(err, e.pause.outages)
+	}
+	switch d.Action {
+	case dlt.Reread:
+		return e.rewind(nil)
+	case dlt.RetryInPlace:
+		k := offsetOf(re.Record)
+		e.failures[k]++
+		e.log.Warn("record failed: retrying in place (mode: blocking)", zap.String("topic", re.Record.Topic),
+			zap.Int32("partition", re.Record.Partition), zap.Int64("offset", re.Record.Offset),
+			zap.Int("attempt", e.failures[k]), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in", d.Delay), zap.Error(err))
+		if err := e.rewind(nil); err != nil {
+			return err
+		}
+		e.wait(ctx, d.Delay)
+		return nil
+	case dlt.Pause:
+		e.paused(err, d)
+		if err := e.rewind(nil); err != nil {
+			return err
+		}
+		e.wait(ctx, d.Delay)
+		return nil
+	}
+	if re != nil {
+		return e.stopFor(re.Record, re.Err, d)
+	}
+	return fmt.Errorf("%w: %w", ErrFatal, err)
+}
+
+// recover aborts the open transaction after a failure that requires it and,
+// with rewind, seeks back to start (and to the start of the batch in hand),
+// drops the batch and waits as the policy says, or stops.
+func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset, rewind bool) error {
+	e.aborts++
+	e.m.TxnAborts.Inc()
+	e.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.Err), zap.Int("consecutive_aborts", e.aborts))
+	if err := e.abort(ctx); err != nil {
+		return err
+	}
+	if !rewind {
+		return nil // the partitions are being revoked: their next owner resumes
+	}
+	if abort.Unsure {
+		// A call stuck in committing may have committed before it stuck. The
+		// new producer's initialisation settled the transaction either way, so
+		// the group's committed offsets say where to resume.
+		var err error
+		if start, err = e.committedOr(start); err != nil {
+			return err
+		}
+	}
+	if err := e.rewind(start); err != nil {
+		return err
+	}
+	wait, stop := e.policy.AfterAbort(e.aborts)
+	if stop {
+		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %w", ErrFatal, e.aborts, abort.Err)
+	}
+	e.wait(ctx, wait)
+	return nil
+}
+
+// wait sleeps for d after a rewind; a signal ends the wait at once (the batch
+// was rewound, so there is nothing in hand to commit).
+func (e *Engine) wait(ctx context.Context, d time.Duration) {
+	select {
+	case <-e.stop:
+	case <-ctx.Done():
+	case <-e.opts.After(d):
+	}
+}
+
+// abortOpen aborts the transaction of the batch in hand, if it opened one.
+func (e *Engine) abortOpen(ctx context.Context) error {
+	if !e.batch.inTxn {
+		return nil
+	}
+	e.m.TxnAborts.Inc()
+	return e.abort(ctx)
+}
+
+// abort aborts the open transaction; what the batch in hand produced into it
+// is gone.
+func (e *Engine) abort(ctx context.Context) error {
+	e.batch.inTxn, e.batch.tally = false, tally{}
+	return e.session.Abort(ctx)
+}
+
+// rewind aborts the transaction of the batch in hand, seeks every partition
+// back to the lower of its offset in also and its first offset in that batch,
+// and drops the batch.
+func (e *Engine) rewind(also []Offset) error {
+	if err := e.abortOpen(e.work); err != nil {
+		return err
+	}
+	to := map[Partition]int64{}
+	for _, o := range append(append([]Offset(nil), e.batch.firsts...), also...) {
+		if cur, ok := to[o.Partition]; !ok || o.Offset < cur {
+			to[o.Partition] = o.Offset
+		}
+	}
+	e.batch.reset()
+	e.forget = e.forget[:0]
+	if len(to) == 0 {
+		return nil
+	}
+	offsets := make([]Offset, 0, len(to))
+	for p, o := range to {
+		offsets = append(offsets, Offset{p, o})
+	}
+	if err := e.src.Seek(offsets); err != nil {
+		return fmt.Errorf("%w: rewinding to the batch start: %w", ErrFatal, err)
+	}
+	return nil
+}
+
+// committedOr returns the group's committed offsets of the assigned
+// partitions, and start's offsets of those without one.
+func (e *Engine) committedOr(start []Offset) ([]Offset, error) {
+	committed, err := e.src.Committed(e.assigned)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the group's committed offsets: %w", ErrFatal, err)
+	}
+	has := map[Partition]bool{}
+	for _, o := range committed {
+		has[o.Partition] = true
+	}
+	for _, o := range start {
+		if !has[o.Partition] {
+			committed = append(committed, o)
+		}
+	}
+	return committed, nil
+}

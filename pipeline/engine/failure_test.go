@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/stores"
+)
+
+var (
+	retry1 = Partition{"raw.retry-1", 0}
+	dead   = Partition{"raw.dlt", 0}
+)
+
+func header(r *pipeline.Record, key string) string {
+	v, _ := r.Header(key)
+	return string(v)
+}
+
+func values(recs []*pipeline.Record) map[string]int {
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[string(r.Value)]++
+	}
+	return seen
+}
+
+// A failed record goes to its retry tier, its partition is held until the
+// record is due (not read in a busy loop, not released early), and the retry
+// that succeeds reaches the slim topic without retry headers.
+func TestARetryHoldReleasesAtItsDueTime(t *testing.T) {
+	f := &failing{key: "key-3", times: 1, err: poison}
+	rules := dlt.Rules{Tiers: []dlt.Tier{{Topic: retry1.Topic, Delay: 10 * time.Second}}, DeadLetterTopic: dead.Topic}
+	h := newHarness(t, rules, pipeline.Chain{f}, p0, retry1)
+	h.b.write(p0, 20)
+	var retriedAt time.Time
+	f.on = func(attempt int) {
+		if attempt == 2 {
+			retriedAt = h.clock.Now()
+		}
+	}
+	_, err := h.run(func() bool { return len(h.b.log(Partition{slim, 0})) == 20 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := h.b.log(retry1)
+	if len(retries) != 1 {
+		t.Fatalf("retry topic holds %d records, want 1", len(retries))
+	}
+	failedAt, _ := strconv.ParseInt(header(retries[0], dlt.HeaderFailedAt), 10, 64)
+	due, _ := strconv.ParseInt(header(retries[0], dlt.HeaderRetryDue), 10, 64)
+	if due-failedAt != 10_000 {
+		t.Errorf("due %d ms after the failure, want the tier's 10s", due-failedAt)
+	}
+	if retriedAt.UnixMilli() < due {
+		t.Errorf("retried at %d, before its due time %d", retriedAt.UnixMilli(), due)
+	}
+	if late := retriedAt.Sub(time.UnixMilli(due)); late > time.Second {
+		t.Errorf("retried %s after its due time, want within the poll timeout", late)
+	}
+	out := h.b.log(Partition{slim, 0})
+	if v := values(out); len(v) != 20 || v["raw[0]-3"] != 1 {
+		t.Errorf("slim topic holds %d distinct values (raw[0]-3 %d times), want all 20 once", len(v), v["raw[0]-3"])
+	}
+	for _, r := range out {
+		if _, ok := r.Header(dlt.HeaderRetryDue); ok {
+			t.Errorf("slim record %q kept its retry headers", r.Value)
+		}
+	}
+	if len(h.b.log(dead)) != 0 {
+		t.Errorf("%d records dead-lettered, want none", len(h.b.log(dead)))
+	}
+}
+
+func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
+	outage := func(int) error {
+		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
+	}
+	f := &failing{key: "key-5", times: 3, err: outage}
+	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, p0)
+	h.b.write(p0, 20)
+	h.untilEnd()
+	var during []string
+	f.on = func(attempt int) {
+		ready, why := h.m.Readiness()
+		if attempt == 1 && !ready {
+			t.Errorf("not ready before the outage: %s", why)
+		}
+		if attempt > 1 {
+			during = append(during, why)
+		}
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20})
+	if len(during) != 3 {
+		t.Fatalf("%d attempts during the pause, want 3", len(during))
+	}
+	for _, why := range during {
+		if !strings.HasPrefix(why, `paused: store "blob" unavailable since 2023-11-14T22:13:20Z`) {
+			t.Errorf("/readyz during the pause says %q", why)
+		}
+	}
+	if got := testutil.ToFloat64(h.m.Paused); got != 0 {
+		t.Errorf("offloader_paused %v after the resume", got)
+	}
+	if len(h.b.log(dead)) != 0 {
+		t.Error("a record whose store was away was dead-lettered")
+	}
+}
+
+// In mode: blocking a failed record is retried in place after each delay;
+// the records after it wait, so the slim topic keeps the source's order.
+func TestBlockingModeRetriesInPlaceAndKeepsTheOrder(t *testing.T) {
+	f := &failing{key: "key-4", times: 2, err: poison}
+	rules := dlt.Rules{Blocking: true, Delays: []time.Duration{time.Second, 2 * time.Second}, DeadLetterTopic: dead.Topic}
+	h := newHarness(t, rules, pipeline.Chain{f}, p0)
+	h.b.write(p0, 20)
+	h.untilEnd()
+	began := h.clock.Now()
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20})
+	if waited := h.clock.Now().Sub(began); waited < 3*time.Second {
+		t.Errorf("waited %s, want the delays' 3s", waited)
+	}
+	if f.seen != 3 {
+		t.Errorf("key-4 tried %d times, want 3", f.seen)
+	}
+}
+
+func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
+	f := &failing{key: "key-4", times: 99, err: poison}
+	rules := dlt.Rules{Blocking: true, Delays: []time.Duration{time.Second}, DeadLetterTopic: dead.Topic}
+	h := newHarness(t, rules, pipeline.Chain{f}, p0)
+	h.b.write(p0, 20)
+	h.untilEnd()
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	dl := h.b.log(dead)
+	if len(dl) != 1 || string(dl[0].Value) != "raw[0]-4" || header(dl[0], dlt.HeaderAttempts) != "2" || header(dl[0], dlt.HeaderOffset) != "4" {
+		t.Fatalf("dead-letter topic holds %d records (%v), want raw[0]-4 after 2 attempts", len(dl), dl)
+	}
+	out := h.b.log(Partition{slim, 0})
+	if len(out) != 19 || h.b.committed[p0] != 20 {
+		t.Errorf("slim topic holds %d records, committed %d; want 19 and 20", len(out), h.b.committed[p0])
+	}
+	for i, r := range out {
+		want := i
+		if i >= 4 {
+			want = i + 1
+		}
+		if string(r.Value) != "raw[0]-"+strconv.Itoa(want) {
+			t.Fatalf("slim record %d is %q: out of order", i, r.Value)
+		}
+	}
+}
+
+// Without a dead-letter topic nothing can take a poison record: the
+// instance stops, commits nothing past it, and says what to change.
+func TestARecordNothingCanTakeStopsTheInstance(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{&failing{key: "key-9", times: 99, err: poison}}, p0)
+	h.b.write(p0, 20)
+	h.untilEnd()
+	_, err := h.run(nil)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "raw/0@9: not valid JSON; set errors.dead_letter_topic to keep such records instead of stopping") {
+		t.Fatalf("got %v", err)
+	}
+	if got := h.b.committed[p0]; got > 9 {
+		t.Errorf("committed up to %d, past the record that stopped it", got)
+	}
+}
+
+// An output still over the slim topic's limit is a failure too: without a
+// dead-letter topic it stops, naming the limit that binds.
+func TestAnOversizeOutputNamesItsLimit(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
+	h.opts.SlimLimit, h.opts.SlimGate = 40, "the producer's message.max.bytes (40; kafka.producer in the pipeline file)"
+	h.b.write(p0, 3)
+	h.untilEnd()
+	_, err := h.run(nil)
+	want := "raw/0@0: record of 98 bytes (producer estimate) is over the 40 bytes the producer's message.max.bytes (40; kafka.producer in the pipeline file) accepts; raise that limit, or set errors.dead_letter_topic"
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+// offloader is a fake Offloader: it records what it was asked to store.
+type offloader struct {
+	applied, stored []*pipeline.Record
+}
+
+func (o *offloader) ValueOffloadFits(rec *pipeline.Record, limit int) bool {
+	return pipeline.EstimateSize(rec.Key, []byte("pointer"), rec.Headers) <= limit
+}
+
+func (o *offloader) Apply(_ context.Context, rec *pipeline.Record) (*pipeline.Record, error) {
+	o.applied = append(o.applied, rec)
+	out := rec.Clone()
+	out.Value = []byte("pointer")
+	return out, nil
+}
+
+func (o *offloader) StoreRecord(_ context.Context, rec *pipeline.Record) (*pipeline.Record, error) {
+	o.stored = append(o.stored, rec)
+	return &pipeline.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Value: []byte("whole-record-pointer")}, nil
+}
+
+// A failed record whose key alone is over the dead-letter topic's limit is
+// stored whole and dead-lettered as a pointer with the error headers; its
+// small value is not offloaded on the way (no orphans).
+func TestAFailedRecordTheDeadLetterTopicCannotHoldIsStoredWhole(t *testing.T) {
+	fat := bytes.Repeat([]byte("k"), 600)
+	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: string(fat), times: 99, err: poison}}, p0)
+	off := &offloader{}
+	h.opts.DeadLetterLimit, h.opts.DeadLetterGate, h.opts.DeadLetterOffload = 500, "the dead-letter topic raw.dlt", off
+	h.b.write(p0, 5)
+	h.b.mu.Lock()
+	h.b.logs[p0][2].Key = fat
+	h.b.mu.Unlock()
+	h.untilEnd()
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	dl := h.b.log(dead)
+	if len(dl) != 1 || string(dl[0].Value) != "whole-record-pointer" || header(dl[0], dlt.HeaderMessage) != "not valid JSON" || header(dl[0], dlt.HeaderOffset) != "2" {
+		t.Fatalf("dead-letter topic holds %v, want the whole record's pointer with the error headers", dl)
+	}
+	if len(off.applied) != 0 || len(off.stored) != 1 || !bytes.Equal(off.stored[0].Key, fat) {
+		t.Errorf("%d values offloaded, %d records stored whole; want 0 and the failed one", len(off.applied), len(off.stored))
+	}
+	if len(h.b.log(Partition{slim, 0})) != 4 {
+		t.Errorf("slim topic holds %d records, want 4", len(h.b.log(Partition{slim, 0})))
+	}
+}
+
+// A failed record with a value too large for the dead-letter topic has its
+// value offloaded; without a payload store the instance stops instead.
+func TestAFailedRecordWithALargeValueIsOffloadedOrStops(t *testing.T) {
+	for _, withStore := range []bool{true, false} {
+		h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: "key-1", times: 99, err: poison}}, p0)
+		off := &offloader{}
+		h.opts.DeadLetterLimit, h.opts.DeadLetterGate = 500, "the dead-letter topic raw.dlt (its max.message.bytes, 500)"
+		if withStore {
+			h.opts.DeadLetterOffload = off
+		}
+		h.b.write(p0, 3)
+		h.b.mu.Lock()
+		h.b.logs[p0][1].Value = append([]byte("raw[0]-1"), bytes.Repeat([]byte("v"), 800)...)
+		h.b.mu.Unlock()
+		h.untilEnd()
+		_, err := h.run(nil)
+		if !withStore {
+			if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "is over the 500 bytes the dead-letter topic raw.dlt (its max.message.bytes, 500) takes; add an offload step") {
+				t.Errorf("without a store: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl := h.b.log(dead)
+		if len(dl) != 1 || string(dl[0].Value) != "pointer" || len(off.applied) != 1 || len(off.stored) != 0 {
+			t.Errorf("dead-letter topic holds %v; %d values offloaded, %d stored whole; want the offloaded value", dl, len(off.applied), len(off.stored))
+		}
+	}
+}
+
+// Retry headers on a source record are removed (and counted); a record on a
+// retry topic whose headers name no source record is dead-lettered under its
+// own coordinates, never retried.
+func TestForgedRetryHeadersAreStrippedOrDeadLettered(t *testing.T) {
+	rules := dlt.Rules{Tiers: []dlt.Tier{{Topic: retry1.Topic, Delay: time.Second}}, DeadLetterTopic: dead.Topic}
+	h := newHarness(t, rules, pipeline.Chain{identity{}}, p0, retry1)
+	h.b.write(p0, 5)
+	h.b.write(retry1, 1)
+	h.b.mu.Lock()
+	h.b.logs[p0][1].Headers = []pipeline.Header{{Key: dlt.HeaderRetryDue, Value: []byte("99999999999999")}}
+	h.b.mu.Unlock()
+	h.opts.Until = []Offset{{p0, 5}, {retry1, 1}}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 5})
+	if _, ok := h.b.log(Partition{slim, 0})[1].Header(dlt.HeaderRetryDue); ok {
+		t.Error("the source record kept its forged retry header")
+	}
+	if got := testutil.ToFloat64(h.m.ReservedHeaders); got != 1 {
+		t.Errorf("reserved_headers_stripped_total %v, want 1", got)
+	}
+	dl := h.b.log(dead)
+	if len(dl) != 1 || header(dl[0], dlt.HeaderClass) != string(dlt.InvalidRetry) || header(dl[0], dlt.HeaderTopic) != retry1.Topic {
+		t.Fatalf("dead-letter topic holds %v, want the retry record under its own coordinates", dl)
+	}
+}
+
+// A signal stops polling and commits the batch in hand before leaving.
+func TestShutdownCommitsTheBatchInHand(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
+	h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 1000, MaxBytes: 1 << 30}
+	h.b.write(p0, 30)
+	if _, err := h.run(func() bool { return testutil.ToFloat64(h.m.RecordsIn) == 30 }); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 30})
+	if h.ses.commits != 1 {
+		t.Errorf("%d commits, want the one at shutdown", h.ses.commits)
+	}
+}

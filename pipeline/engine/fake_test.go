@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/pipeline"
+)
+
+// broker is an in-memory stand-in for the topics the fakes below read and
+// write: a log per partition and the group's committed offsets.
+type broker struct {
+	mu        sync.Mutex
+	logs      map[Partition][]*pipeline.Record
+	committed map[Partition]int64
+}
+
+func newBroker() *broker {
+	return &broker{logs: map[Partition][]*pipeline.Record{}, committed: map[Partition]int64{}}
+}
+
+// write appends value records with keys key-<n> to p.
+func (b *broker) write(p Partition, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for range n {
+		i := len(b.logs[p])
+		b.logs[p] = append(b.logs[p], &pipeline.Record{Topic: p.Topic, Partition: p.Partition, Offset: int64(i),
+			Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "%s-%d", p, i)})
+	}
+}
+
+func (b *broker) log(p Partition) []*pipeline.Record {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.logs[p])
+}
+
+// clock is a fake clock: After advances it by d and fires at once, and an
+// idle Poll advances it by its timeout, so that waits take no real time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *clock) After(d time.Duration) <-chan time.Time {
+	c.advance(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch
+}
+
+// source is a fake Source over a broker. The first Poll assigns initial;
+// script runs a step (a rebalance) before the Poll of that number.
+type source struct {
+	b        *broker
+	clock    *clock
+	rb       Rebalancer
+	initial  []Partition
+	script   map[int]func(s *source)
+	polls    int
+	assigned []Partition
+	pos      map[Partition]int64
+	paused   map[Partition]bool
+	next     int
+	seeks    int
+}
+
+func (s *source) Subscribe(topics []string, rb Rebalancer) error {
+	s.rb = rb
+	s.pos, s.paused = map[Partition]int64{}, map[Partition]bool{}
+	return nil
+}
+
+func (s *source) assign(parts ...Partition) {
+	s.b.mu.Lock()
+	for _, p := range parts {
+		s.pos[p] = s.b.committed[p]
+		s.assigned = append(s.assigned, p)
+	}
+	s.b.mu.Unlock()
+	if err := s.rb.Assigned(parts); err != nil {
+		panic(err)
+	}
+}
+
+func (s *source) revoke(parts ...Partition) {
+	s.rb.Revoked(parts, false)
+	for _, p := range parts {
+		delete(s.pos, p)
+		delete(s.paused, p)
+	}
+	s.assigned = slices.DeleteFunc(s.assigned, func(p Partition) bool { return slices.Contains(parts, p) })
+}
+
+func (s *source) Poll(timeout time.Duration) (*pipeline.Record, error) {
+	s.polls++
+	if s.polls == 1 {
+		s.assign(s.initial...)
+	}
+	if step := s.script[s.polls]; step != nil {
+		step(s)
+	}
+	for range len(s.assigned) {
+		p := s.assigned[s.next%len(s.assigned)]
+		s.next++
+		if s.paused[p] {
+			continue
+		}
+		log := s.b.log(p)
+		if at := s.pos[p]; at < int64(len(log)) {
+			s.pos[p] = at + 1
+			return log[at].Clone(), nil
+		}
+	}
+	s.clock.advance(timeout)
+	return nil, nil
+}
+
+func (s *source) Pause(parts []Partition) error {
+	for _, p := range parts {
+		s.paused[p] = true
+	}
+	return nil
+}
+
+func (s *source) Resume(parts []Partition) error {
+	for _, p := range parts {
+		delete(s.paused, p)
+	}
+	return nil
+}
+
+func (s *source) Seek(offsets []Offset) error {
+	s.seeks++
+	for _, o := range offsets {
+		if _, ok := s.pos[o.Partition]; ok {
+			s.pos[o.Partition] = o.Offset
+		}
+	}
+	return nil
+}
+
+func (s *source) Positions(parts []Partition) ([]Offset, error) {
+	var out []Offset
+	for _, p := range parts {
+		if at, ok := s.pos[p]; ok {
+			out = append(out, Offset{p, at})
+		}
+	}
+	return out, nil
+}
+
+func (s *source) Committed(parts []Partition) ([]Offset, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	var out []Offset
+	for _, p := range parts {
+		if at, ok := s.b.committed[p]; ok {
+			out = append(out, Offset{p, at})
+		}
+	}
+	return out, nil
+}
+
+func (s *source) HighWatermarks(parts []Partition) ([]Offset, error) {
+	var out []Offset
+	for _, p := range parts {
+		out = append(out, Offset{p, int64(len(s.b.log(p)))})
+	}
+	return out, nil
+}
+
+func (s *source) Close() error {
+	if len(s.assigned) > 0 {
+		s.revoke(slices.Clone(s.assigned)...)
+	}
+	return nil
+}
+
+// session is a fake Session over a broker: what a transaction produced
+// reaches the broker's logs, with its offsets, only when it commits. fail,
+// when set, is asked before each commit whether that one fails and how.
+type session struct {
+	t       *testing.T
+	b       *broker
+	busy    sync.Mutex // Session calls never overlap
+	open    bool
+	txn     []*pipeline.Record
+	commits int
+	aborts  int
+	fail    func(commit int) (err error, applied bool)
+}
+
+func (s *session) enter() func() {
+	if !s.busy.TryLock() {
+		s.t.Error("two Session calls overlapped")
+		return func() {}
+	}
+	return s.busy.Unlock
+}
+
+func (s *session) Begin(context.Context) error {
+	defer s.enter()()
+	if s.open {
+		s.t.Error("Begin with a transaction open")
+	}
+	s.open = true
+	return nil
+}
+
+func (s *session) Produce(_ context.Context, rec *pipeline.Record, topic string, partition int32) error {
+	defer s.enter()()
+	if !s.open {
+		s.t.Errorf("Produce of %s/%d@%d outside a transaction", rec.Topic, rec.Partition, rec.Offset)
+	}
+	out := rec.Clone()
+	out.Topic, out.Partition, out.Destination = topic, max(partition, 0), ""
+	s.txn = append(s.txn, out)
+	return nil
+}
+
+func (s *session) Commit(_ context.Context, offsets []Offset) error {
+	defer s.enter()()
+	if !s.open {
+		s.t.Error("Commit without a transaction")
+	}
+	s.commits++
+	applied := true
+	var err error
+	if s.fail != nil {
+		err, applied = s.fail(s.commits)
+	}
+	if applied {
+		s.b.mu.Lock()
+		for _, r := range s.txn {
+			p := Partition{r.Topic, r.Partition}
+			r.Offset = int64(len(s.b.logs[p]))
+			s.b.logs[p] = append(s.b.logs[p], r)
+		}
+		for _, o := range offsets {
+			s.b.committed[o.Partition] = o.Offset
+		}
+		s.b.mu.Unlock()
+		s.txn, s.open = nil, false
+	}
+	return err
+}
+
+func (s *session) Abort(context.Context) error {
+	defer s.enter()()
+	s.aborts++
+	s.txn, s.open = nil, false
+	return nil
+}
+
+func (s *session) Close() {}
+
+var errAbort = errors.New("coordinator load in progress")

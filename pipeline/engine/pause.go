@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/stores"
+)
+
+// pause is the pipeline standing still on an unavailable store: from the
+// first batch the policy paused until a batch commits again.
+type pause struct {
+	outages int // consecutive batches paused
+	since   time.Time
+}
+
+// paused records one more batch paused on err. The first is logged and shown
+// (/readyz answers 503 with the reason until the resume).
+func (e *Engine) paused(err error, d dlt.Decision) {
+	e.pause.outages++
+	if e.pause.outages > 1 {
+		e.log.Debug("payload store still unavailable: retrying the batch", zap.Error(err), zap.Duration("retry_in", d.Delay),
+			zap.Int("attempt", e.pause.outages), zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)))
+		return
+	}
+	e.pause.since = e.opts.Now()
+	reason := pauseReason(err, e.pause.since)
+	e.m.Pause(reason)
+	e.log.Error("payload store unavailable past its budget: pipeline paused, the batch is retried until the store answers",
+		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", d.Delay))
+}
+
+// resumed ends a pause once a batch goes to commit again.
+func (e *Engine) resumed() {
+	if e.pause.outages == 0 {
+		return
+	}
+	e.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)),
+		zap.Int("attempts", e.pause.outages))
+	e.m.Resume()
+	e.pause = pause{}
+}
+
+// pauseReason says which store made the pipeline pause, and since when.
+func pauseReason(err error, since time.Time) string {
+	store := "the payload store"
+	if se := (*stores.Error)(nil); errors.As(err, &se) {
+		store = fmt.Sprintf("store %q", se.Store)
+	}
+	return fmt.Sprintf("%s unavailable since %s", store, since.UTC().Format(time.RFC3339))
+}
+
+// holdUntilDue pauses a retry partition whose next record is not due yet: it
+// seeks back to that record (dropping what was fetched after it) and resumes
+// at the due time (resumeDue), instead of sleeping in the poll loop.
+func (e *Engine) holdUntilDue(rec *pipeline.Record) (bool, error) {
+	due, ok := dlt.Due(rec.Header)
+	if !ok {
+		return false, nil
+	}
+	until, hold := e.policy.HoldUntil(rec.Topic, due)
+	if !hold {
+		return false, nil
+	}
+	at := offsetOf(rec)
+	if err := e.src.Pause([]Partition{at.Partition}); err != nil {
+		return true, fmt.Errorf("%w: pausing retry partition %s: %w", ErrFatal, at.Partition, err)
+	}
+	if err := e.src.Seek([]Offset{at}); err != nil {
+		return true, fmt.Errorf("%w: seeking retry partition %s back to %d: %w", ErrFatal, at.Partition, at.Offset, err)
+	}
+	e.held[at.Partition] = until
+	e.log.Debug("retry partition held until its next record is due", zap.String("topic", at.Topic),
+		zap.Int32("partition", at.Partition.Partition), zap.Time("due", until))
+	return true, nil
+}
+
+// resumeDue resumes the held retry partitions whose record is due.
+func (e *Engine) resumeDue() error {
+	now := e.opts.Now()
+	for p, until := range e.held {
+		if now.Before(until) {
+			continue
+		}
+		delete(e.held, p)
+		if err := e.src.Resume([]Partition{p}); err != nil {
+			return fmt.Errorf("%w: resuming retry partition %s: %w", ErrFatal, p, err)
+		}
+	}
+	return nil
+}

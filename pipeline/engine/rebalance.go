@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"go.uber.org/zap"
+)
+
+// Assigned is called inside Poll once parts were added to the assignment:
+// the instance is ready from then on.
+func (e *Engine) Assigned(parts []Partition) error {
+	e.log.Info("partitions assigned", zap.String("partitions", fmt.Sprint(parts)))
+	for _, p := range parts {
+		if !slices.Contains(e.assigned, p) {
+			e.assigned = append(e.assigned, p)
+		}
+	}
+	e.m.SetReady(len(e.assigned) > 0)
+	return nil
+}
+
+// Revoked is called inside Poll or Close before parts are given up. The
+// commit in flight is settled first, so that the next owner sees its
+// offsets. When every assigned partition goes (an eager rebalance, leaving
+// the group) or the partitions are lost, the transaction of the batch in
+// hand is aborted and the batch dropped: whoever owns the partitions next
+// resumes from the committed offsets. When only some go (a cooperative
+// rebalance), the batch in hand is committed before they are given up, and
+// the partitions kept go on without a rewind.
+func (e *Engine) Revoked(parts []Partition, lost bool) error {
+	if err := e.revoke(parts, lost); err != nil && e.fatal == nil {
+		e.fatal = err
+	}
+	e.assigned = slices.DeleteFunc(e.assigned, func(p Partition) bool { return slices.Contains(parts, p) })
+	for _, p := range parts {
+		delete(e.held, p) // whoever gets the partition holds it again
+	}
+	e.m.SetReady(len(e.assigned) > 0)
+	return nil
+}
+
+func (e *Engine) revoke(parts []Partition, lost bool) error {
+	ctx := context.Background()
+	all := !slices.ContainsFunc(e.assigned, func(p Partition) bool { return !slices.Contains(parts, p) })
+	if lost || all {
+		if _, err := e.settle(ctx, false); err != nil {
+			return err
+		}
+		e.log.Info("partitions revoked; dropping the uncommitted batch",
+			zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len), zap.Bool("lost", lost))
+		if err := e.abortOpen(ctx); err != nil {
+			return err
+		}
+		e.batch.reset()
+		e.forget = e.forget[:0]
+		return nil
+	}
+	e.log.Info("partitions revoked; committing the batch in hand first", zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len))
+	if e.batch.len > 0 {
+		if err := e.flush(e.work); err != nil {
+			return err
+		}
+	}
+	_, err := e.settle(ctx, true)
+	return err
+}
