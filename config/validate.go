@@ -85,6 +85,9 @@ func (p *Pipeline) validateKafka(path string, problems *settings.Problems) {
 			problems.Add(path+".kafka.consumer."+prop, "offloader sets this itself: %s", why)
 		}
 	}
+	if proto, set := p.Kafka.Consumer["group.protocol"]; set && proto != "classic" {
+		problems.Add(path+".kafka.consumer.group.protocol", "%q is not supported: the librdkafka 2.11 this build bundles ships the KIP-848 consumer group protocol as a preview that must not be used in production (it logs so), and offloader's exactly-once loop is tested with the classic protocol only; remove it (or set \"classic\"), and for incremental rebalancing set partition.assignment.strategy: cooperative-sticky instead. A build on librdkafka 2.12 or later, where KIP-848 is generally available, could lift this", proto)
+	}
 	for prop, why := range reservedProducer {
 		if _, set := p.Kafka.Producer[prop]; set {
 			problems.Add(path+".kafka.producer."+prop, "offloader sets this itself: %s", why)

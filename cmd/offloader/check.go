@@ -30,7 +30,17 @@ size where nothing is offloaded) and checks it against every gate:
                                see a topic's override, so records between the two fail
   receive.message.max.bytes    caps a whole fetch response; fetch.max.bytes does not
                                protect the consumer from a larger record
+  topic max.decompressed.message.bytes
+                               (Kafka 4.4) caps one record's decompressed size
+                               where the broker decompresses a batch; shown when
+                               the broker reports it
 
+A retry or dead-letter record too large for its topic does not stop 'run' when
+the pipeline has an offload step: its value is offloaded, or, when its key or
+headers alone are too large, the whole record is stored as one object and the
+dead-letter topic gets a pointer to it. So with an offload step those topics need
+only room for a pointer with error headers (the table asks for the offload
+threshold plus error headers); without one they need the source's size.
 It prints a table (topic, gate, limit, largest record, verdict), then each problem
 with the change that fixes it. Exit 0 when everything fits, 1 when something does
 not or a topic is missing. 'offloader run' makes the same check at start-up and

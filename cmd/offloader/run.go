@@ -154,8 +154,8 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	logger.Info("topics checked",
 		zap.Any("source_partitions", topology.SourcePartitions),
 		zap.Int("slim_partitions", topology.SlimPartitions),
-		zap.Int("slim_topic_max_message_bytes", topology.SlimTopicMaxMessageBytes),
-		zap.Int("producer_message_max_bytes", topology.ProducerMaxMessageBytes))
+		zap.Int("slim_limit_bytes", topology.SlimLimit().Bytes),
+		zap.String("slim_limit_gate", topology.SlimLimit().Gate))
 
 	var open map[string]stores.Store
 	err = stores.DefaultRetryPolicy(p.Errors.StoreBudget).Do(startCtx, func(ctx context.Context) (err error) {
@@ -179,7 +179,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		Pipeline:       p.Name,
 		SourceTopics:   p.Source.Topics,
 		Stores:         open,
-		SlimTopicLimit: topology.SlimLimit(),
+		SlimTopicLimit: topology.SlimLimit().Bytes,
 		StoreBudget:    p.Errors.StoreBudget,
 		Logger:         logger,
 	}
@@ -192,7 +192,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 			// The same store and keys, with the dead-letter topic's limit.
 			dltCfg := *cfg
 			dltDeps := deps
-			dltDeps.SlimTopicLimit = topology.DeadLetterLimit()
+			dltDeps.SlimTopicLimit = topology.DeadLetterLimit().Bytes
 			dltDeps.Logger = logger.With(zap.String("for", "retry and dead-letter records"))
 			dltCfg.Threshold = transforms.ThresholdAuto
 			o, err := transforms.NewOffload(dltCfg, dltDeps)
@@ -243,9 +243,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		Concurrency:        8,
 		Policy:             dlt.NewPolicy(policyRules(p.Errors), time.Now),
 		SlimLimit:          topology.SlimLimit(),
-		SlimGate:           topology.SlimGate(p),
-		DeadLetterLimit:    topology.DeadLetterLimit(),
-		DeadLetterGate:     topology.DeadLetterGate(p),
+		FailureLimits:      topology.FailureLimits(),
 		DeadLetterOffload:  offload,
 		SourcePartitions:   topology.SourcePartitions,
 		Until:              until,

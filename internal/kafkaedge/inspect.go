@@ -3,12 +3,14 @@ package kafkaedge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/pipeline/engine"
 )
 
 // librdkafka's defaults for the client-side size gates: the producer's local
@@ -22,44 +24,47 @@ const (
 type Topology struct {
 	SourcePartitions map[string]int
 	SlimPartitions   int
-	// SlimTopicMaxMessageBytes is the slim topic's effective max.message.bytes
-	// (its own override, else the broker's message.max.bytes).
-	SlimTopicMaxMessageBytes int
-	// ProducerMaxMessageBytes is the producer's message.max.bytes.
-	ProducerMaxMessageBytes int
-	// DeadLetterMaxMessageBytes is the dead-letter topic's effective
-	// max.message.bytes; 0 when the pipeline has none.
-	DeadLetterMaxMessageBytes int
 	// Figures are all the size-related settings read, for the limit check.
 	Figures *Figures
 }
 
-// SlimLimit is the largest record the producer and the slim topic both accept.
-func (t *Topology) SlimLimit() int {
-	return min(t.SlimTopicMaxMessageBytes, t.ProducerMaxMessageBytes)
-}
+// SlimLimit is the largest record the slim topic takes from the producer.
+func (t *Topology) SlimLimit() engine.Limit { return t.Figures.limitOf(t.Figures.Slim) }
 
-// DeadLetterLimit is the largest record the producer and the dead-letter topic
-// both accept.
-func (t *Topology) DeadLetterLimit() int {
-	return min(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes)
-}
-
-// SlimGate names the limit SlimLimit is, for errors: the one that binds.
-func (t *Topology) SlimGate(p *config.Pipeline) string {
-	return gate(t.SlimTopicMaxMessageBytes, t.ProducerMaxMessageBytes, "the slim topic "+p.SlimTopic)
-}
-
-// DeadLetterGate names the limit DeadLetterLimit is, for errors.
-func (t *Topology) DeadLetterGate(p *config.Pipeline) string {
-	return gate(t.DeadLetterMaxMessageBytes, t.ProducerMaxMessageBytes, "the dead-letter topic "+p.Errors.DeadLetterTopic)
-}
-
-func gate(topicMax, producerMax int, topic string) string {
-	if producerMax < topicMax {
-		return fmt.Sprintf("the producer's message.max.bytes (%d; kafka.producer in the pipeline file)", producerMax)
+// FailureLimits are the largest records each retry topic and the
+// dead-letter topic take from the producer, by topic.
+func (t *Topology) FailureLimits() map[string]engine.Limit {
+	out := map[string]engine.Limit{}
+	for _, r := range append(slices.Clone(t.Figures.Retries), deref(t.Figures.DeadLetter)...) {
+		out[r.Name] = t.Figures.limitOf(r)
 	}
-	return fmt.Sprintf("%s (its max.message.bytes, %d)", topic, topicMax)
+	return out
+}
+
+// DeadLetterLimit is the dead-letter topic's limit (zero without one).
+func (t *Topology) DeadLetterLimit() engine.Limit {
+	if d := t.Figures.DeadLetter; d != nil {
+		return t.Figures.limitOf(*d)
+	}
+	return engine.Limit{}
+}
+
+// limitOf is the largest record topic t takes from the producer: the lowest
+// of the gates a single record meets on its way, named for errors. The
+// producer checks each record against its message.max.bytes; the broker
+// checks the batch against the topic's max.message.bytes (a batch of one
+// record is the worst case) and, where it decompresses, each record against
+// max.decompressed.message.bytes (Kafka 4.4).
+func (f *Figures) limitOf(t TopicInfo) engine.Limit {
+	l := engine.Limit{Bytes: f.ProducerMaxMessageBytes,
+		Gate: fmt.Sprintf("the producer's message.max.bytes (%d; kafka.producer in the pipeline file)", f.ProducerMaxMessageBytes)}
+	if t.MaxMessageBytes < l.Bytes {
+		l = engine.Limit{Bytes: t.MaxMessageBytes, Gate: fmt.Sprintf("the %s topic %s's max.message.bytes (%d)", t.Role, t.Name, t.MaxMessageBytes)}
+	}
+	if t.MaxDecompressedBytes > 0 && t.MaxDecompressedBytes < l.Bytes {
+		l = engine.Limit{Bytes: t.MaxDecompressedBytes, Gate: fmt.Sprintf("the %s topic %s's max.decompressed.message.bytes (%d)", t.Role, t.Name, t.MaxDecompressedBytes)}
+	}
+	return l
 }
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
@@ -70,7 +75,7 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Topology{SourcePartitions: map[string]int{}, ProducerMaxMessageBytes: f.ProducerMaxMessageBytes, Figures: f}
+	t := &Topology{SourcePartitions: map[string]int{}, Figures: f}
 	for _, s := range f.Sources {
 		if !s.Exists {
 			return nil, fmt.Errorf("source topic %q does not exist", s.Name)
@@ -80,7 +85,7 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 	if !f.Slim.Exists {
 		return nil, fmt.Errorf("slim topic %q does not exist: offloader never creates topics by itself; create it with as many partitions as the source topic (offloader check --create-missing does)", p.SlimTopic)
 	}
-	t.SlimPartitions, t.SlimTopicMaxMessageBytes = f.Slim.Partitions, f.Slim.MaxMessageBytes
+	t.SlimPartitions = f.Slim.Partitions
 	if p.Partitioning == config.PartitioningPreserve {
 		for topic, sn := range t.SourcePartitions {
 			if sn > t.SlimPartitions {
@@ -97,7 +102,6 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 		if !d.Exists {
 			return nil, fmt.Errorf("dead-letter topic %q does not exist: offloader never creates topics by itself; create it (its max.message.bytes should be at least the source topic's; offloader check --create-missing does)", d.Name)
 		}
-		t.DeadLetterMaxMessageBytes = d.MaxMessageBytes
 	}
 	return t, nil
 }
@@ -170,6 +174,10 @@ func Survey(ctx context.Context, p *config.Pipeline) (*Figures, error) {
 		}
 		if e, ok := res[0].Config["retention.ms"]; ok {
 			t.RetentionMs, _ = strconv.ParseInt(e.Value, 10, 64)
+		}
+		// Kafka 4.4's per-record gate; older brokers do not report it.
+		if e, ok := res[0].Config["max.decompressed.message.bytes"]; ok {
+			t.MaxDecompressedBytes, _ = strconv.Atoi(e.Value)
 		}
 		return t, nil
 	}

@@ -22,7 +22,11 @@ type TopicInfo struct {
 	Exists          bool
 	Partitions      int
 	MaxMessageBytes int // effective: the topic's override, else the broker's
-	RetentionMs     int64
+	// MaxDecompressedBytes is the effective max.decompressed.message.bytes
+	// (Kafka 4.4): the broker's cap on one record's decompressed size, where
+	// it decompresses batches. 0: the broker does not report it.
+	MaxDecompressedBytes int
+	RetentionMs          int64
 }
 
 // Figures are the size gates of a pipeline, read from the cluster and its file.
@@ -151,6 +155,17 @@ func CheckLimits(f *Figures) ([]Row, []Problem) {
 		topic := Row{Topic: t.Name, Role: t.Role, Gate: "topic max.message.bytes", Limit: t.MaxMessageBytes, Largest: largest + batchOverhead}
 		topic.OK = topic.Largest <= topic.Limit
 		rows = append(rows, prod, topic)
+		if t.MaxDecompressedBytes > 0 {
+			dec := Row{Topic: t.Name, Role: t.Role, Gate: "topic max.decompressed.message.bytes", Limit: t.MaxDecompressedBytes, Largest: largest}
+			dec.OK = dec.Largest <= dec.Limit
+			rows = append(rows, dec)
+			if !dec.OK {
+				problems = append(problems, Problem{
+					What: fmt.Sprintf("%s topic %s takes records of at most %d bytes decompressed (max.decompressed.message.bytes) but may get one of %d (%s); the broker rejects it where it decompresses the batch", t.Role, t.Name, t.MaxDecompressedBytes, largest, why),
+					Fix:  fmt.Sprintf("kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config max.decompressed.message.bytes=%d", f.Bootstrap, t.Name, largest),
+				})
+			}
+		}
 		if !prod.OK {
 			problems = append(problems, Problem{
 				What: fmt.Sprintf("%s topic %s may get records of %d bytes (%s), over the producer's message.max.bytes %d: they would fail", t.Role, t.Name, largest, why, f.ProducerMaxMessageBytes),

@@ -23,8 +23,8 @@ func TestCheckLimitsAcceptsTheDefaults(t *testing.T) {
 	}
 }
 
-// TestCheckLimitsTheFourGates: each gate's misalignment is found, with its fix.
-func TestCheckLimitsTheFourGates(t *testing.T) {
+// TestCheckLimitsTheFiveGates: each gate's misalignment is found, with its fix.
+func TestCheckLimitsTheFiveGates(t *testing.T) {
 	cases := map[string]struct {
 		change func(*Figures)
 		want   []string
@@ -47,6 +47,9 @@ func TestCheckLimitsTheFourGates(t *testing.T) {
 			f.Slim.RetentionMs = -1
 			f.ObjectLifetimes = map[string]time.Duration{"blob": time.Hour}
 		}, []string{"keeps records forever (retention.ms -1)"}},
+		"per-record decompressed cap under the threshold": {func(f *Figures) { f.Slim.MaxDecompressedBytes = 600000 },
+			[]string{"slim topic slim takes records of at most 600000 bytes decompressed (max.decompressed.message.bytes) but may get one of 995904",
+				"--entity-name slim --add-config max.decompressed.message.bytes=995904"}},
 		"missing dead-letter topic": {func(f *Figures) { f.DeadLetter.Exists = false },
 			[]string{"dead-letter topic dlt does not exist", "--create --topic dlt --partitions 6"}},
 	}
@@ -63,6 +66,27 @@ func TestCheckLimitsTheFourGates(t *testing.T) {
 			if !strings.Contains(text, w) {
 				t.Errorf("%s: problems lack %q:\n%s", name, w, text)
 			}
+		}
+	}
+}
+
+// The limit a topic takes at run time is its lowest gate, named for errors.
+func TestLimitOfNamesTheGateThatBinds(t *testing.T) {
+	f := figures()
+	cases := []struct {
+		change func(*TopicInfo)
+		want   string
+		bytes  int
+	}{
+		{func(*TopicInfo) {}, "the producer's message.max.bytes (1000000; kafka.producer in the pipeline file)", 1000000},
+		{func(t *TopicInfo) { t.MaxMessageBytes = 500000 }, "the slim topic slim's max.message.bytes (500000)", 500000},
+		{func(t *TopicInfo) { t.MaxDecompressedBytes = 300000 }, "the slim topic slim's max.decompressed.message.bytes (300000)", 300000},
+	}
+	for _, c := range cases {
+		slim := f.Slim
+		c.change(&slim)
+		if l := f.limitOf(slim); l.Bytes != c.bytes || l.Gate != c.want {
+			t.Errorf("limit %d (%s), want %d (%s)", l.Bytes, l.Gate, c.bytes, c.want)
 		}
 	}
 }

@@ -73,14 +73,12 @@ type Options struct {
 	// Policy decides what becomes of failures; its rules name the retry and
 	// dead-letter topics.
 	Policy *dlt.Policy
-	// SlimLimit is the largest record the slim topic and the producer accept
-	// (0: unchecked); SlimGate names that limit for errors.
-	SlimLimit int
-	SlimGate  string
-	// DeadLetterLimit is the same for the retry and dead-letter topics, and
-	// DeadLetterGate names it.
-	DeadLetterLimit int
-	DeadLetterGate  string
+	// SlimLimit is the largest record the slim topic takes from the
+	// producer (Bytes 0: unchecked).
+	SlimLimit Limit
+	// FailureLimits are the same for the retry and dead-letter topics, by
+	// topic (a topic without one: unchecked).
+	FailureLimits map[string]Limit
 	// DeadLetterOffload stores what a failure record cannot carry (nil: the
 	// pipeline has no payload store).
 	DeadLetterOffload Offloader

@@ -39,14 +39,15 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 			return nil, nil
 		}
 		rec := dlt.Clean(res.Out) // a retried record that succeeded leaves its retry headers behind
-		if rec.Destination != "" || e.opts.SlimLimit <= 0 {
+		limit := e.opts.SlimLimit
+		if rec.Destination != "" || limit.Bytes <= 0 {
 			return rec, nil
 		}
 		size := pipeline.EstimateRecordSize(rec)
-		if size <= e.opts.SlimLimit {
+		if size <= limit.Bytes {
 			return rec, nil
 		}
-		cause = &dlt.TooLargeError{Size: size, Limit: e.opts.SlimLimit, Gate: e.opts.SlimGate}
+		cause = &dlt.TooLargeError{Size: size, Limit: limit.Bytes, Gate: limit.Gate}
 	}
 	d := e.decide(in, cause)
 	if !d.Routes() {
@@ -97,7 +98,8 @@ func (e *Engine) stopFor(in *pipeline.Record, cause error, d dlt.Decision) error
 // such a record). Without a payload store nothing can hold it, and the
 // instance stops rather than drop it.
 func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Failure) (*pipeline.Record, error) {
-	limit, offload := e.opts.DeadLetterLimit, e.opts.DeadLetterOffload
+	l, offload := e.opts.FailureLimits[rec.Destination], e.opts.DeadLetterOffload
+	limit := l.Bytes
 	if limit <= 0 {
 		return rec, nil
 	}
@@ -109,7 +111,7 @@ func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Fail
 		return rec, nil
 	case dlt.CannotFit:
 		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its %d-byte record is over the %d bytes %s takes; add an offload step, which also stores failed records too large for that topic, or raise that limit",
-			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, e.opts.DeadLetterGate)
+			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, l.Gate)
 	case dlt.OffloadValue:
 		out, err := offload.Apply(ctx, rec)
 		if err != nil {
@@ -125,9 +127,11 @@ func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Fail
 	}
 	failure.Record = whole
 	out := dlt.Record(failure, e.opts.Name, e.deadLetterTopic)
-	if size := pipeline.EstimateRecordSize(out); size > limit {
-		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
-			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, e.opts.DeadLetterGate)
+	if dl := e.opts.FailureLimits[e.deadLetterTopic]; dl.Bytes > 0 {
+		if size := pipeline.EstimateRecordSize(out); size > dl.Bytes {
+			return nil, fmt.Errorf("%w: %s/%d@%d failed (%v); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
+				ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, dl.Bytes, dl.Gate)
+		}
 	}
 	return out, nil
 }

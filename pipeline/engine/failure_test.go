@@ -187,7 +187,7 @@ func TestARecordNothingCanTakeStopsTheInstance(t *testing.T) {
 // dead-letter topic it stops, naming the limit that binds.
 func TestAnOversizeOutputNamesItsLimit(t *testing.T) {
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
-	h.opts.SlimLimit, h.opts.SlimGate = 40, "the producer's message.max.bytes (40; kafka.producer in the pipeline file)"
+	h.opts.SlimLimit = Limit{40, "the producer's message.max.bytes (40; kafka.producer in the pipeline file)"}
 	h.b.write(p0, 3)
 	h.untilEnd()
 	_, err := h.run(nil)
@@ -225,7 +225,7 @@ func TestAFailedRecordTheDeadLetterTopicCannotHoldIsStoredWhole(t *testing.T) {
 	fat := bytes.Repeat([]byte("k"), 600)
 	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: string(fat), times: 99, err: poison}}, p0)
 	off := &offloader{}
-	h.opts.DeadLetterLimit, h.opts.DeadLetterGate, h.opts.DeadLetterOffload = 500, "the dead-letter topic raw.dlt", off
+	h.opts.FailureLimits, h.opts.DeadLetterOffload = map[string]Limit{dead.Topic: {500, "the dead-letter topic raw.dlt"}}, off
 	h.b.write(p0, 5)
 	h.b.mu.Lock()
 	h.b.logs[p0][2].Key = fat
@@ -252,7 +252,7 @@ func TestAFailedRecordWithALargeValueIsOffloadedOrStops(t *testing.T) {
 	for _, withStore := range []bool{true, false} {
 		h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: "key-1", times: 99, err: poison}}, p0)
 		off := &offloader{}
-		h.opts.DeadLetterLimit, h.opts.DeadLetterGate = 500, "the dead-letter topic raw.dlt (its max.message.bytes, 500)"
+		h.opts.FailureLimits = map[string]Limit{dead.Topic: {500, "the dead-letter topic raw.dlt's max.message.bytes (500)"}}
 		if withStore {
 			h.opts.DeadLetterOffload = off
 		}
@@ -263,7 +263,7 @@ func TestAFailedRecordWithALargeValueIsOffloadedOrStops(t *testing.T) {
 		h.untilEnd()
 		_, err := h.run(nil)
 		if !withStore {
-			if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "is over the 500 bytes the dead-letter topic raw.dlt (its max.message.bytes, 500) takes; add an offload step") {
+			if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "is over the 500 bytes the dead-letter topic raw.dlt's max.message.bytes (500) takes; add an offload step") {
 				t.Errorf("without a store: %v", err)
 			}
 			continue

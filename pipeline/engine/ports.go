@@ -103,3 +103,10 @@ type AbortError struct {
 func (e *AbortError) Error() string { return "transaction must abort: " + e.Err.Error() }
 
 func (e *AbortError) Unwrap() error { return e.Err }
+
+// Limit is the largest record a topic takes, and the gate that sets it
+// (for errors: "the producer's message.max.bytes (1000000; ...)").
+type Limit struct {
+	Bytes int
+	Gate  string
+}

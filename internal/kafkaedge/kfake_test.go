@@ -1,0 +1,159 @@
+package kafkaedge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pipeline/engine"
+)
+
+// The real adapter runs the engine on the in-process broker (kfake): loop
+// feedback inside go test, without the services. Each record reaches the slim
+// topic once, in partition order, with both assignors, and the bounded run
+// stops at the end offsets it read.
+func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
+	for _, assignor := range []string{"range", "cooperative-sticky"} {
+		t.Run(assignor, func(t *testing.T) {
+			cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cluster.Close()
+			bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+			createTopics(t, bootstrap, "raw", "slim")
+			const perPartition = 50
+			produce(t, bootstrap, perPartition)
+
+			p := &config.Pipeline{
+				Name:      "kfake",
+				Kafka:     config.Kafka{BootstrapServers: bootstrap, TransactionalID: "offloader-kfake-" + assignor, Consumer: map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
+					Producer: map[string]string{"enable.metrics.push": "false"}},
+				Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-kfake-" + assignor},
+				SlimTopic: "slim",
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			m := observability.NewMetrics("kfake")
+			group, session, err := Connect(ctx, p, zap.NewNop(), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			until, err := group.EndOffsets(map[string]int{"raw": 3}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := engine.New(engine.Options{
+				Name: p.Name, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic, PreservePartitions: true,
+				Commit: engine.Commit{Interval: 100 * time.Millisecond, MaxRecords: 20, MaxBytes: 1 << 20},
+				Chain:  pipeline.Chain{}, Concurrency: 2, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
+				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second, Metrics: m,
+			}, group, session)
+			rep, err := eng.Run(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.ReachedEnd {
+				t.Fatalf("the bounded run stopped without reaching the end: %+v", rep)
+			}
+			for part := range int32(3) {
+				if n := rep.Committed[engine.Partition{Topic: "raw", Partition: part}]; n != perPartition {
+					t.Errorf("raw[%d]: %d committed, want %d", part, n, perPartition)
+				}
+			}
+			got := readCommitted(t, bootstrap, "slim", 3*perPartition)
+			for part := range int32(3) {
+				if len(got[part]) != perPartition {
+					t.Errorf("slim[%d] holds %d records, want %d", part, len(got[part]), perPartition)
+					continue
+				}
+				for i, v := range got[part] {
+					if want := fmt.Sprintf("%d-%d", part, i); v != want {
+						t.Fatalf("slim[%d] record %d is %q, want %q", part, i, v, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func createTopics(t *testing.T, bootstrap string, topics ...string) {
+	t.Helper()
+	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var specs []kafka.TopicSpecification
+	for _, topic := range topics {
+		specs = append(specs, kafka.TopicSpecification{Topic: topic, NumPartitions: 3, ReplicationFactor: -1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := admin.CreateTopics(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError {
+			t.Fatalf("creating %s: %v", r.Topic, r.Error)
+		}
+	}
+}
+
+func produce(t *testing.T, bootstrap string, perPartition int) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false, "go.delivery.reports": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	topic := "raw"
+	for part := range int32(3) {
+		for i := range perPartition {
+			msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: part}, Value: fmt.Appendf(nil, "%d-%d", part, i)}
+			if err := p.Produce(msg, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if left := p.Flush(10000); left != 0 {
+		t.Fatalf("%d records not delivered", left)
+	}
+}
+
+// readCommitted reads n records of topic as a read_committed consumer would.
+func readCommitted(t *testing.T, bootstrap, topic string, n int) map[int32][]string {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "reader", "auto.offset.reset": "earliest", "isolation.level": "read_committed", "enable.metrics.push": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Subscribe(topic, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32][]string{}
+	deadline := time.Now().Add(20 * time.Second)
+	for read := 0; read < n && time.Now().Before(deadline); {
+		if m, err := c.ReadMessage(200 * time.Millisecond); err == nil {
+			got[m.TopicPartition.Partition] = append(got[m.TopicPartition.Partition], string(m.Value))
+			read++
+		}
+	}
+	// Nothing more may follow: a duplicate would show here.
+	if m, err := c.ReadMessage(time.Second); err == nil {
+		t.Errorf("a record past the %d expected: %s[%d]@%v", n, topic, m.TopicPartition.Partition, m.TopicPartition.Offset)
+	}
+	return got
+}
