@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m
 
-.PHONY: build demo bench test unit integration fuzz vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo bench test unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
@@ -26,10 +26,25 @@ bench:
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
 
 ## test: vet, format check, unit and integration tests with real Kafka + Azurite,
-## then each fuzz target for a few seconds.
+## then the coverage of the engine and the failure policy (cover), then each
+## fuzz target for a few seconds.
 test: vet fmt-check
 	scripts/with-services.sh $(GO) test $(TESTFLAGS) ./...
+	@$(MAKE) --no-print-directory cover
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+# The run loop and the failure policy are tested on fakes, without the
+# services; their statement coverage must stay at COVER_MIN percent or more.
+COVER_PKGS := ./pipeline/engine ./dlt
+COVER_MIN  := 85
+
+## cover: statement coverage of the engine and the failure policy, checked
+## against COVER_MIN.
+cover:
+	@out=$$($(GO) test -count=1 -cover $(COVER_PKGS)) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; \
+	echo "$$out" | awk -v min=$(COVER_MIN) '/coverage:/ { c = $$5; sub("%", "", c); \
+	  if (c + 0 < min) { print "coverage of " $$2 " is " c "%, under the " min "% it must keep"; bad = 1 } } END { exit bad }'
 
 # Fuzz targets and their packages; their seeds (the hostile inputs found so
 # far) are in each package's testdata/fuzz and run with every go test.

@@ -73,7 +73,13 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func startDaemon(t testing.TB, configFile string, env ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), "run", "-c", configFile)
+	return startOffloader(t, []string{"run", "-c", configFile}, env...)
+}
+
+// startOffloader starts the offloader binary with args and env.
+func startOffloader(t testing.TB, args []string, env ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(offloaderBinary(t), args...)
 	d := &daemon{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{d.mu, d.log}
 	cmd.Stderr = lockedWriter{d.mu, d.log}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -237,11 +238,35 @@ func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
 // and both commit; then one gets SIGTERM while records keep coming, commits what
 // it holds, leaves, and the other takes over. Every record appears once, in order.
 func TestTwoInstancesShareTheGroup(t *testing.T) {
+	twoInstancesShareTheGroup(t, "", 8000)
+}
+
+// TestTwoCooperativeInstancesShareTheGroup: the same with cooperative-sticky,
+// whose rebalances are incremental: the partitions that move are committed
+// before they go, so no rebalance aborts a transaction, and the partitions
+// kept go on.
+func TestTwoCooperativeInstancesShareTheGroup(t *testing.T) {
+	twoInstancesShareTheGroup(t, "cooperative-sticky", 4000)
+}
+
+// twoInstancesShareTheGroup runs two instances of one pipeline (with the
+// assignor, "" for the default) over n records; the first leaves mid-run.
+func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 	raw, slim, root, cfg := filesystemPipeline(t, "pair", 4)
+	if assignor != "" {
+		body, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.Replace(body, []byte("consumer: {session.timeout.ms: 10000}"), fmt.Appendf(nil, "consumer: {session.timeout.ms: 10000, partition.assignment.strategy: %s}", assignor), 1)
+		if err := os.WriteFile(cfg, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	listen := "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0"
 	debug := "OFFLOADER_OBSERVABILITY__LOG_LEVEL=debug" // a line per committed transaction
 
-	recs := numberedRecords(8000, 4, 20, 100<<10, 1000)
+	recs := numberedRecords(n, 4, 20, 100<<10, 1000)
 	a := startDaemon(t, cfg, listen, debug, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-a"))
 	b := startDaemon(t, cfg, listen, debug, "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+uniqueName(t, "tx-b"))
 	aURL, bURL := a.metricsURL(t), b.metricsURL(t)
@@ -250,7 +275,7 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 	for _, base := range []string{aURL, bURL} {
 		waitReady(t, base, 60*time.Second)
 	}
-	produceRecords(t, raw, recs[:4000])
+	produceRecords(t, raw, recs[:n/2])
 
 	positive := func(v float64) bool { return v > 0 }
 	for name, base := range map[string]string{"first": aURL, "second": bURL} {
@@ -258,9 +283,16 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 		out := waitForMetric(t, base, "offloader_records_out_total", positive, 60*time.Second)
 		t.Logf("%s instance: %v transactions, %v records so far", name, n, out)
 	}
+	if assignor == "cooperative-sticky" {
+		// The second instance's arrival revoked some of the first's
+		// partitions: committed first, never aborted.
+		if aborts := metric(t, aURL, "offloader_transactions_aborted_total"); aborts != 0 {
+			t.Errorf("the first instance aborted %v transactions in a cooperative rebalance, want 0", aborts)
+		}
+	}
 
 	// SIGTERM the first instance while it works through the second wave.
-	produceRecords(t, raw, recs[4000:])
+	produceRecords(t, raw, recs[n/2:])
 	start := time.Now()
 	if code := a.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("first instance exit code %d after SIGTERM, want 0", code)
@@ -273,6 +305,11 @@ func TestTwoInstancesShareTheGroup(t *testing.T) {
 	}
 
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
+	if assignor == "cooperative-sticky" {
+		if aborts := metric(t, bURL, "offloader_transactions_aborted_total"); aborts != 0 {
+			t.Errorf("the second instance aborted %v transactions, want 0: it only gained partitions", aborts)
+		}
+	}
 	if code := b.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("second instance exit code %d after SIGTERM, want 0", code)
 	}

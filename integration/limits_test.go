@@ -19,7 +19,8 @@ func TestCheckNamesMisalignedLimitsAndRunRefuses(t *testing.T) {
 	raw, slim, retry, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "retry"), uniqueName(t, "dlt")
 	createTopic(t, raw, 4, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 4, map[string]string{"max.message.bytes": "50000"})
-	createTopic(t, retry, 2, nil)
+	// The retry topic's per-record decompressed cap (Kafka 4.4), the fifth gate.
+	createTopic(t, retry, 2, map[string]string{"max.decompressed.message.bytes": "20000"})
 	createTopic(t, dead, 4, map[string]string{"max.message.bytes": "30000"})
 	cfg := writeConfig(t, fmt.Sprintf(`
 pipelines:
@@ -44,9 +45,11 @@ pipelines:
 		fmt.Sprintf("--entity-name %s --add-config max.message.bytes=65597", slim),
 		fmt.Sprintf("retry topic %s has 2 partitions, fewer than the source's 4", retry),
 		fmt.Sprintf("--alter --topic %s --partitions 4", retry),
+		fmt.Sprintf("retry topic %s takes records of at most 20000 bytes decompressed (max.decompressed.message.bytes) but may get one of 67584", retry),
+		fmt.Sprintf("--entity-name %s --add-config max.decompressed.message.bytes=67584", retry),
 		fmt.Sprintf("dead-letter topic %s accepts batches of 30000 bytes (max.message.bytes) but may get a record of 67645", dead),
 		fmt.Sprintf("--entity-name %s --add-config max.message.bytes=67645", dead),
-		"3 problems:",
+		"4 problems:",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
@@ -59,9 +62,10 @@ pipelines:
 		}
 	}
 	for key, want := range map[string]string{
-		raw + " consumer receive.message.max.bytes": "100000000 8389120 ok",
-		slim + " topic max.message.bytes":           "50000 65597 FAILS",
-		dead + " producer message.max.bytes":        "1000000 67584 ok",
+		raw + " consumer receive.message.max.bytes":     "100000000 8389120 ok",
+		slim + " topic max.message.bytes":               "50000 65597 FAILS",
+		dead + " producer message.max.bytes":            "1000000 67584 ok",
+		retry + " topic max.decompressed.message.bytes": "20000 67584 FAILS",
 	} {
 		if rows[key] != want {
 			t.Errorf("table row %q = %q, want %q:\n%s", key, rows[key], want, out)
@@ -72,7 +76,7 @@ pipelines:
 	if code := d.waitExit(t, 60*time.Second); code != 1 {
 		t.Fatalf("run exit code %d, want 1", code)
 	}
-	for _, want := range []string{"size limits are not aligned", "fewer than the source's 4", "accepts batches of 30000 bytes"} {
+	for _, want := range []string{"size limits are not aligned", "fewer than the source's 4", "accepts batches of 30000 bytes", "max.decompressed.message.bytes"} {
 		if !strings.Contains(d.output(), want) {
 			t.Errorf("run's log lacks %q:\n%s", want, d.output())
 		}

@@ -123,7 +123,6 @@ func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, nil) // the broker's default limits, 1 MiB
-	createTopic(t, dead, 1, nil)
 	root := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 pipelines:
@@ -139,6 +138,12 @@ pipelines:
       - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
     observability: {listen: "", log_format: console}
 `, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
+	// check creates the dead-letter topic (the broker's default 1 MiB) and
+	// calls the layout aligned: run must then take the record, not refuse it.
+	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg, "--create-missing").CombinedOutput()
+	if code := exitCode(err); code != 0 || !strings.Contains(string(out), "created topic "+dead) || !strings.Contains(string(out), "all limits are aligned") {
+		t.Fatalf("check --create-missing exit code %d:\n%s", code, out)
+	}
 	fatKey := bytes.Repeat([]byte("k"), 1<<20)
 	fatHeader := []kafka.Header{{Key: "trace", Value: []byte("t1")}, {Key: "blob", Value: bytes.Repeat([]byte{0xff, 0x00}, 1<<19)}, {Key: "nil", Value: nil}}
 	recs := []sourceRecord{

@@ -156,6 +156,9 @@ type Engine struct {
 	work     context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
 	report   Report
 	until    map[Partition]int64
+	// atEnd are the partitions a bounded run paused at their end offset
+	// (stopAtEnd): every record before it was read.
+	atEnd map[Partition]bool
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 }
@@ -167,7 +170,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.held, e.failures = map[Partition]time.Time{}, map[Offset]int{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
-		e.until = map[Partition]int64{}
+		e.until, e.atEnd = map[Partition]int64{}, map[Partition]bool{}
 		for _, o := range e.opts.Until {
 			e.until[o.Partition] = o.Offset
 		}
@@ -347,7 +350,7 @@ func (e *Engine) reachedEnd() (bool, error) {
 		at[o.Partition] = o.Offset
 	}
 	for _, p := range e.assigned {
-		if end, ok := e.until[p]; ok && end > 0 && at[p] < end {
+		if end, ok := e.until[p]; ok && end > 0 && !e.atEnd[p] && at[p] < end {
 			return false, nil
 		}
 	}
@@ -365,6 +368,24 @@ func (e *Engine) stopAtEnd(rec *pipeline.Record) error {
 	}
 	if err := e.src.Seek([]Offset{at}); err != nil {
 		return fmt.Errorf("%w: seeking %s back to its end offset %d: %w", ErrFatal, at.Partition, at.Offset, err)
+	}
+	e.atEnd[at.Partition] = true
+	return nil
+}
+
+// resumeEnded resumes the partitions paused at their end offset: a rewind
+// sent them back before it, and they are read up to it again.
+func (e *Engine) resumeEnded() error {
+	if len(e.atEnd) == 0 {
+		return nil
+	}
+	parts := make([]Partition, 0, len(e.atEnd))
+	for p := range e.atEnd {
+		parts = append(parts, p)
+	}
+	clear(e.atEnd)
+	if err := e.src.Resume(parts); err != nil {
+		return fmt.Errorf("%w: resuming %v after a rewind: %w", ErrFatal, parts, err)
 	}
 	return nil
 }

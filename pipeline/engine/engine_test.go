@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
 )
 
 var (
@@ -177,6 +179,14 @@ func TestTheBoundedRunStopsExactlyAtTheEndOffsets(t *testing.T) {
 	h.untilEnd()
 	h.b.write(p0, 15)
 	h.b.write(p1, 15)
+	// The last commit aborts after p0 was paused at its end: the rewind sends
+	// it back before the end, and it is read up to it again.
+	h.ses.fail = func(n int) (error, bool) {
+		if n == 4 {
+			return &AbortError{Err: errAbort}, false
+		}
+		return nil, true
+	}
 	rep, err := h.run(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +292,7 @@ func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
 	h.src.script[25] = func(s *source) {
 		at := s.pos[p1]
 		s.revoke(p1)
-		if got := h.b.committed[p1]; got != at {
+		if got := h.b.committedAt(p1); got != at {
 			t.Errorf("%s given up at position %d with %d committed", p1, at, got)
 		}
 		if ready, why := h.m.Readiness(); !ready {
@@ -296,5 +306,102 @@ func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
 	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
 	if h.src.seeks != 0 || h.ses.aborts != 0 {
 		t.Errorf("%d seeks and %d aborts, want none: the partition kept goes on", h.src.seeks, h.ses.aborts)
+	}
+}
+
+// A produce that must abort (the local queue did not drain) aborts the
+// transaction; the batch is read again and nothing is lost or doubled.
+func TestAProduceThatMustAbortIsReprocessed(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
+	h.b.write(p0, 30)
+	h.b.write(p1, 30)
+	h.untilEnd()
+	h.ses.produceFail = func(n int) error {
+		if n == 10 {
+			return &AbortError{Err: errors.New("producing: Local: Queue full (the local queue did not drain)")}
+		}
+		return nil
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 30, p1: 30})
+	if h.ses.aborts == 0 {
+		t.Error("the failed produce did not abort the transaction")
+	}
+}
+
+// A fatal Session error (fenced by a twin, say) stops the run with that
+// error; nothing more is committed.
+func TestAFatalSessionErrorStops(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
+	h.b.write(p0, 30)
+	h.untilEnd()
+	fenced := fmt.Errorf("%w: CommitTransaction: fenced: another instance started with this one's transactional.id", ErrFatal)
+	h.ses.fail = func(n int) (error, bool) {
+		if n == 2 {
+			return fenced, false
+		}
+		return nil, true
+	}
+	_, err := h.run(nil)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "fenced: another instance") {
+		t.Fatalf("got %v, want the fenced error", err)
+	}
+	if got := h.b.committed[p0]; got != 7 {
+		t.Errorf("committed up to %d, want the first batch's 7", got)
+	}
+}
+
+// A lost assignment (the session timed out: another member may own the
+// partitions) drops the batch in hand without committing it.
+func TestALostAssignmentDropsTheBatch(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
+	h.b.write(p0, 40)
+	h.b.write(p1, 40)
+	h.untilEnd()
+	h.src.script[25] = func(s *source) {
+		s.lose(p0, p1)
+		s.assign(p0, p1)
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
+	if got := testutil.ToFloat64(h.m.RecordsIn); got <= 80 {
+		t.Errorf("records_in_total %v, want more than the 80 written: the batch in hand is dropped and read again", got)
+	}
+}
+
+// pointers marks every value over 8 bytes as offloaded, as the offload step
+// would, for the metrics.
+type pointers struct{}
+
+func (pointers) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	if len(r.Value) <= 8 {
+		return r, nil
+	}
+	return r.WithHeader(pointer.HeaderPointer, []byte(pointer.Version1)), nil
+}
+
+// The metrics count each committed transaction's records by what became of
+// them.
+func TestTheMetricsCountCommittedRecords(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{pointers{}}, p0)
+	h.b.write(p0, 20) // values raw[0]-0 to raw[0]-9 are 8 bytes, the rest 9
+	h.opts.Until = []Offset{{p0, 20}}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct{ got, want float64 }{
+		"records_out_total":         {testutil.ToFloat64(h.m.RecordsOut), 20},
+		"offloaded_records_total":   {testutil.ToFloat64(h.m.Offloaded), 10},
+		"offloaded_bytes_total":     {testutil.ToFloat64(h.m.OffloadedBytes), 90},
+		"passthrough_records_total": {testutil.ToFloat64(h.m.Passthrough), 10},
+		"transactions_committed":    {testutil.ToFloat64(h.m.TxnCommits), 3},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", name, c.got, c.want)
+		}
 	}
 }

@@ -279,7 +279,7 @@ func (e *Engine) rewind(also []Offset) error {
 	if err := e.src.Seek(offsets); err != nil {
 		return fmt.Errorf("%w: rewinding to the batch start: %w", ErrFatal, err)
 	}
-	return nil
+	return e.resumeEnded()
 }
 
 // committedOr returns the group's committed offsets of the assigned

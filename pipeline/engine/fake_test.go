@@ -35,6 +35,12 @@ func (b *broker) write(p Partition, n int) {
 	}
 }
 
+func (b *broker) committedAt(p Partition) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.committed[p]
+}
+
 func (b *broker) log(p Partition) []*pipeline.Record {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -79,13 +85,16 @@ type source struct {
 	assigned []Partition
 	pos      map[Partition]int64
 	paused   map[Partition]bool
+	// sought are partitions whose position is unknown since a Seek until
+	// a record of theirs is read, as with librdkafka.
+	sought map[Partition]bool
 	next     int
 	seeks    int
 }
 
 func (s *source) Subscribe(topics []string, rb Rebalancer) error {
 	s.rb = rb
-	s.pos, s.paused = map[Partition]int64{}, map[Partition]bool{}
+	s.pos, s.paused, s.sought = map[Partition]int64{}, map[Partition]bool{}, map[Partition]bool{}
 	return nil
 }
 
@@ -101,8 +110,13 @@ func (s *source) assign(parts ...Partition) {
 	}
 }
 
-func (s *source) revoke(parts ...Partition) {
-	s.rb.Revoked(parts, false)
+func (s *source) revoke(parts ...Partition) { s.give(false, parts...) }
+
+// lose gives parts up as lost: another member may own them already.
+func (s *source) lose(parts ...Partition) { s.give(true, parts...) }
+
+func (s *source) give(lost bool, parts ...Partition) {
+	s.rb.Revoked(parts, lost)
 	for _, p := range parts {
 		delete(s.pos, p)
 		delete(s.paused, p)
@@ -127,6 +141,7 @@ func (s *source) Poll(timeout time.Duration) (*pipeline.Record, error) {
 		log := s.b.log(p)
 		if at := s.pos[p]; at < int64(len(log)) {
 			s.pos[p] = at + 1
+			delete(s.sought, p)
 			return log[at].Clone(), nil
 		}
 	}
@@ -153,6 +168,7 @@ func (s *source) Seek(offsets []Offset) error {
 	for _, o := range offsets {
 		if _, ok := s.pos[o.Partition]; ok {
 			s.pos[o.Partition] = o.Offset
+			s.sought[o.Partition] = true
 		}
 	}
 	return nil
@@ -161,7 +177,7 @@ func (s *source) Seek(offsets []Offset) error {
 func (s *source) Positions(parts []Partition) ([]Offset, error) {
 	var out []Offset
 	for _, p := range parts {
-		if at, ok := s.pos[p]; ok {
+		if at, ok := s.pos[p]; ok && !s.sought[p] {
 			out = append(out, Offset{p, at})
 		}
 	}
@@ -207,6 +223,9 @@ type session struct {
 	commits int
 	aborts  int
 	fail    func(commit int) (err error, applied bool)
+	// produceFail, when set, is asked before each Produce whether it fails.
+	produceFail func(produce int) error
+	produced    int
 }
 
 func (s *session) enter() func() {
@@ -230,6 +249,12 @@ func (s *session) Produce(_ context.Context, rec *pipeline.Record, topic string,
 	defer s.enter()()
 	if !s.open {
 		s.t.Errorf("Produce of %s/%d@%d outside a transaction", rec.Topic, rec.Partition, rec.Offset)
+	}
+	s.produced++
+	if s.produceFail != nil {
+		if err := s.produceFail(s.produced); err != nil {
+			return err
+		}
 	}
 	out := rec.Clone()
 	out.Topic, out.Partition, out.Destination = topic, max(partition, 0), ""

@@ -23,6 +23,8 @@ type Offset struct {
 	Offset int64
 }
 
+func (o Offset) String() string { return o.Partition.String() + "@" + strconv.FormatInt(o.Offset, 10) }
+
 // Source is the engine's consumer group member: a read_committed consumer
 // with manual offsets (they are committed through the Session).
 type Source interface {

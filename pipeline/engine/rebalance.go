@@ -36,6 +36,7 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 	e.assigned = slices.DeleteFunc(e.assigned, func(p Partition) bool { return slices.Contains(parts, p) })
 	for _, p := range parts {
 		delete(e.held, p) // whoever gets the partition holds it again
+		delete(e.atEnd, p)
 	}
 	e.m.SetReady(len(e.assigned) > 0)
 	return nil
