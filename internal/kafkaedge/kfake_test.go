@@ -36,9 +36,12 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			produce(t, bootstrap, perPartition)
 
 			p := &config.Pipeline{
-				Name:      "kfake",
-				Kafka:     config.Kafka{BootstrapServers: bootstrap, TransactionalID: "offloader-kfake-" + assignor, Consumer: map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
-					Producer: map[string]string{"enable.metrics.push": "false"}},
+				Name: "kfake",
+				Kafka: config.Kafka{
+					BootstrapServers: bootstrap, TransactionalID: "offloader-kfake-" + assignor,
+					Consumer: map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
+					Producer: map[string]string{"enable.metrics.push": "false"},
+				},
 				Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-kfake-" + assignor},
 				SlimTopic: "slim",
 			}

@@ -88,8 +88,8 @@ type source struct {
 	// sought are partitions whose position is unknown since a Seek until
 	// a record of theirs is read, as with librdkafka.
 	sought map[Partition]bool
-	next     int
-	seeks    int
+	next   int
+	seeks  int
 }
 
 func (s *source) Subscribe(topics []string, rb Rebalancer) error {
