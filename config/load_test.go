@@ -64,7 +64,7 @@ func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
 		t.Errorf("store config = %#v", p.Stores["local"].Config)
 	}
 	off, ok := p.Transforms[0].Config.(*transforms.OffloadConfig)
-	if !ok || off.Store != "local" || off.Threshold != "64KiB" || off.KeyMode != "source_offset" {
+	if !ok || off.Store != "local" || off.Threshold != settings.SizeOrAuto(64*settings.KiB) || off.KeyMode != "source_offset" {
 		t.Errorf("offload config = %#v", p.Transforms[0].Config)
 	}
 }

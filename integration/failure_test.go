@@ -331,8 +331,9 @@ func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 }
 
 // TestStoreOutageLosesNothing stops Azurite (1) before the daemon starts: it
-// exits 1 naming the store, having consumed nothing; (2) mid-run: the daemon
-// pauses loudly (log, offloader_paused, /readyz 503 with the reason, for the
+// exits 1 naming the store, having consumed nothing; (2) mid-run: within the
+// store budget the daemon logs the failing store and counts the slow call
+// (offloader_store_calls_slow), then it pauses loudly (log, offloader_paused, /readyz 503 with the reason, for the
 // whole outage) for longer than its store budget and resumes when Azurite is
 // back, logging both once. Every record arrives exactly once.
 func TestStoreOutageLosesNothing(t *testing.T) {
@@ -342,7 +343,8 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	container := uniqueName(t, "c")
 	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, "+
 		"max_retries: 1, try_timeout: 1s, retry_delay: 100ms}", container, azureConnStr)
-	const budget = 3 * time.Second
+	// Over the 5 s after which a retrying store call is logged and counted.
+	const budget = 8 * time.Second
 	cfg := pipelineFile(t, "outage", raw, slim, uniqueName(t, "g"), storeYAML,
 		fmt.Sprintf("    errors: {store_budget: %s}\n", budget))
 	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
@@ -367,12 +369,18 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	base := d.metricsURL(t)
 	waitForMetric(t, base, "offloader_records_out_total", func(v float64) bool { return v >= 200 }, 60*time.Second)
 	services(t, "stop", "azurite")
+	// Within the budget the pipeline stands still, and says so.
+	waitForMetric(t, base, "offloader_store_calls_slow", func(v float64) bool { return v >= 1 }, 15*time.Second)
+	if paused := metric(t, base, "offloader_paused"); paused != 0 {
+		t.Errorf("paused before the store budget ran out")
+	}
+	d.waitForLog(t, `store "payloads" is failing: a call is still retrying`, 5*time.Second)
 	d.waitForLog(t, "payload store unavailable past its budget: pipeline paused", 30*time.Second)
 	waitForMetric(t, base, "offloader_paused", func(v float64) bool { return v == 1 }, 5*time.Second)
 	pausedAt := metric(t, base, "offloader_records_out_total")
-	// Probed through two store budgets of retries, /readyz never flaps.
+	// Probed through a store budget of retries, /readyz never flaps.
 	probes, ready := 0, 0
-	for end := time.Now().Add(2 * budget); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(budget); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		code, body := readyzBody(t, base)
 		probes++
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, `paused: store "payloads" unavailable since `) {
@@ -389,8 +397,10 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	services(t, "start", "azurite")
 
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
-	if v := metric(t, base, "offloader_paused"); v != 0 {
-		t.Errorf("offloader_paused is %v after the store came back", v)
+	for _, name := range []string{"offloader_paused", "offloader_store_calls_slow"} {
+		if v := metric(t, base, name); v != 0 {
+			t.Errorf("%s is %v after the store came back", name, v)
+		}
 	}
 	if code, body := readyzBody(t, base); code != http.StatusOK {
 		t.Errorf("/readyz answers %d %q after the store came back, want 200", code, body)

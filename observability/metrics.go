@@ -35,6 +35,9 @@ type Metrics struct {
 	TxnLatency        prometheus.Histogram
 	ConsumerLag       *prometheus.GaugeVec
 	Paused            prometheus.Gauge
+	// SlowStoreCalls counts the store calls retrying for longer than a few
+	// seconds right now (an outage within the store budget).
+	SlowStoreCalls prometheus.Gauge
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
 	// pausedFor is why the pipeline is paused (empty: it is not); /readyz
@@ -80,8 +83,12 @@ func NewMetrics(pipeline string) *Metrics {
 			Namespace: "offloader", Name: "paused", Help: "1 while the pipeline is paused (payload store unavailable), else 0.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}),
+		SlowStoreCalls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "offloader", Name: "store_calls_slow", Help: "Store calls retrying for more than 5 s right now (the store is failing, within errors.store_budget).",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}),
 	}
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused)
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m

@@ -60,6 +60,7 @@ func (d *decoder) add(path, format string, args ...any) {
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	sizeType     = reflect.TypeFor[Size]()
+	autoSizeType = reflect.TypeFor[SizeOrAuto]()
 )
 
 func (d *decoder) value(path string, raw any, v reflect.Value) {
@@ -72,6 +73,19 @@ func (d *decoder) value(path string, raw any, v reflect.Value) {
 		d.duration(path, raw, v)
 		return
 	case sizeType:
+		d.size(path, raw, v)
+		return
+	case autoSizeType:
+		if s, ok := raw.(string); ok {
+			if strings.TrimSpace(s) == "auto" {
+				v.SetInt(int64(Auto))
+				return
+			}
+			if _, err := ParseSize(s); err != nil {
+				d.add(path, "must be auto or a size such as 65536, 64KiB or 1MiB, got %q", s)
+				return
+			}
+		}
 		d.size(path, raw, v)
 		return
 	}

@@ -37,6 +37,8 @@ func encode(key string, v reflect.Value) any {
 		return time.Duration(v.Int()).String()
 	case sizeType:
 		return Size(v.Int()).String()
+	case autoSizeType:
+		return SizeOrAuto(v.Int()).String()
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:

@@ -61,3 +61,21 @@ func (s Size) String() string {
 	}
 	return fmt.Sprintf("%dB", int64(s))
 }
+
+// SizeOrAuto is a Size, or "auto" (Auto): a size its user derives from other
+// figures. In YAML: a size as Size reads it, or the word auto.
+type SizeOrAuto Size
+
+// Auto is the SizeOrAuto written "auto".
+const Auto SizeOrAuto = -1
+
+// IsAuto reports whether s is "auto".
+func (s SizeOrAuto) IsAuto() bool { return s == Auto }
+
+// String prints "auto" or the size.
+func (s SizeOrAuto) String() string {
+	if s.IsAuto() {
+		return "auto"
+	}
+	return Size(s).String()
+}

@@ -1,6 +1,9 @@
 package settings
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestParseSize pins the units operators write in pipeline files.
 func TestParseSize(t *testing.T) {
@@ -28,5 +31,26 @@ func TestSizeStringRoundTrips(t *testing.T) {
 		if err != nil || back != s {
 			t.Errorf("%d printed as %q reads back as %d (%v)", s, s.String(), back, err)
 		}
+	}
+}
+
+// A threshold-like setting: the word auto, or a size; written back the same way.
+func TestSizeOrAutoDecodesAutoOrASize(t *testing.T) {
+	type cfg struct {
+		Threshold SizeOrAuto `key:"threshold"`
+	}
+	for raw, want := range map[any]SizeOrAuto{"auto": Auto, "64KiB": SizeOrAuto(64 * KiB), 4096: 4096} {
+		var c cfg
+		if problems := Decode("p", map[string]any{"threshold": raw}, &c); len(problems) > 0 || c.Threshold != want {
+			t.Errorf("%v: got %v (%v), want %v", raw, c.Threshold, problems, want)
+		}
+		if got := Encode(c).(map[string]any)["threshold"]; got != want.String() {
+			t.Errorf("%v encodes as %v, want %v", raw, got, want)
+		}
+	}
+	var c cfg
+	problems := Decode("p", map[string]any{"threshold": "huge"}, &c)
+	if len(problems) != 1 || !strings.Contains(problems.Error(), `p.threshold: must be auto or a size such as 65536, 64KiB or 1MiB, got "huge"`) {
+		t.Errorf("got %v", problems)
 	}
 }

@@ -228,7 +228,7 @@ func TestCompressInline(t *testing.T) {
 // pointer says so; content_hash keys make equal values share one object.
 func TestOffloadCompressionAndContentHash(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreBudget: time.Second}
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreRetry: stores.DefaultRetryPolicy(time.Second)}
 	tr := step(t, "offload", map[string]any{"store": "mem", "threshold": "4KiB", "compression": "gzip", "key_mode": "content_hash"}, deps)
 	value := bytes.Repeat([]byte("abc"), 100_000)
 	a, err := tr.Apply(context.Background(), record(value))
@@ -256,7 +256,7 @@ func TestOffloadCompressionAndContentHash(t *testing.T) {
 // errors, never a read from an unknown store or a wrong payload.
 func TestRehydrateRestoresAndRefusesForgeries(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreBudget: time.Second, SlimTopicLimit: 1 << 20}
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreRetry: stores.DefaultRetryPolicy(time.Second), SlimTopicLimit: 1 << 20}
 	re := step(t, "rehydrate", map[string]any{"max_size": "8MiB"}, deps)
 	value := bytes.Repeat([]byte("0123456789"), 50_000)
 	for _, c := range append([]string{"none"}, codec.Names...) {
@@ -313,7 +313,7 @@ func TestRehydrateRestoresAndRefusesForgeries(t *testing.T) {
 // of every kind and checks each input is byte for byte what it was.
 func TestChainNeverMutatesItsInput(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreBudget: time.Second, SlimTopicLimit: 1 << 20}
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreRetry: stores.DefaultRetryPolicy(time.Second), SlimTopicLimit: 1 << 20}
 	chain := pipeline.Chain{
 		step(t, "insert_header", map[string]any{"name": "src", "from": "offset"}, deps),
 		step(t, "rename_header", map[string]any{"from": "trace", "to": "t"}, deps),
@@ -351,7 +351,7 @@ func TestChainNeverMutatesItsInput(t *testing.T) {
 // records that need a store call or compression.
 func TestQuickStepsAgreeWithApply(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreBudget: time.Second, SlimTopicLimit: 1 << 20}
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": store}, StoreRetry: stores.DefaultRetryPolicy(time.Second), SlimTopicLimit: 1 << 20}
 	offload := step(t, "offload", map[string]any{"store": "mem", "threshold": "8KiB"}, deps)
 	compress := step(t, "compress_inline", map[string]any{"threshold": "8KiB"}, deps)
 	random := make([]byte, 64<<10)

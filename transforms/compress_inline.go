@@ -22,18 +22,13 @@ import (
 //   - {type: compress_inline, codec: zstd, threshold: auto}
 type CompressInlineConfig struct {
 	Codec     string `key:"codec"`
-	Threshold string `key:"threshold"`
+	Threshold settings.SizeOrAuto `key:"threshold"`
 }
 
 // Validate implements settings.Validator.
 func (c *CompressInlineConfig) Validate(path string, problems *settings.Problems) {
 	if !codec.Known(c.Codec) {
 		problems.Add(path+".codec", "must be %s, got %q", strings.Join(codec.Names, ", "), c.Codec)
-	}
-	if c.Threshold != ThresholdAuto {
-		if _, err := settings.ParseSize(c.Threshold); err != nil {
-			problems.Add(path+".threshold", "must be %q or a size such as 256KiB, got %q", ThresholdAuto, c.Threshold)
-		}
 	}
 }
 
@@ -76,7 +71,7 @@ func (t compressInline) Apply(_ context.Context, r *pipeline.Record) (*pipeline.
 
 func init() {
 	Register("compress_inline", Kind{
-		NewConfig: func() any { return &CompressInlineConfig{Codec: codec.Zstd, Threshold: ThresholdAuto} },
+		NewConfig: func() any { return &CompressInlineConfig{Codec: codec.Zstd, Threshold: settings.Auto} },
 		New: func(config any, deps Deps) (pipeline.Transform, error) {
 			c := config.(*CompressInlineConfig)
 			threshold, err := sizeThreshold("compress_inline", c.Threshold, deps)

@@ -27,13 +27,23 @@ const (
 	KeyByContentHash = "content_hash"
 )
 
-// ThresholdAuto derives the threshold from the slim topic's limits.
-const ThresholdAuto = "auto"
-
 // AutoThresholdHeadroom is kept free under the slim topic's limit when the
 // threshold is "auto": room for headers that later steps and the dead-letter
 // path add to a record that stayed inline.
 const AutoThresholdHeadroom = 4 * settings.KiB
+
+// AutoThreshold is what threshold: auto means under a topic limit of limit
+// bytes: the limit less AutoThresholdHeadroom. The one place auto is computed.
+func AutoThreshold(limit int) int { return limit - int(AutoThresholdHeadroom) }
+
+// ResolveThreshold is a threshold setting in bytes under a topic limit of
+// limit bytes (0: unknown, which auto cannot be resolved against).
+func ResolveThreshold(setting settings.SizeOrAuto, limit int) int {
+	if setting.IsAuto() {
+		return AutoThreshold(limit)
+	}
+	return int(setting)
+}
 
 // OffloadConfig is the YAML of the offload step:
 //
@@ -47,10 +57,10 @@ const AutoThresholdHeadroom = 4 * settings.KiB
 type OffloadConfig struct {
 	// Store names the payload store under the pipeline's `stores:`.
 	Store string `key:"store" required:"true"`
-	// Threshold is "auto" or a size: a record whose estimated size (key, value,
+	// Threshold is auto or a size: a record whose estimated size (key, value,
 	// headers and framing, as the producer's size check counts it) is over the
 	// threshold has its value offloaded.
-	Threshold string `key:"threshold"`
+	Threshold settings.SizeOrAuto `key:"threshold"`
 	// Prefix starts every object key; default: the pipeline's name.
 	Prefix string `key:"prefix"`
 	// KeyMode chooses object keys: "source_offset" or "content_hash".
@@ -62,14 +72,14 @@ type OffloadConfig struct {
 // StoreName implements StoreUser.
 func (c *OffloadConfig) StoreName() string { return c.Store }
 
+// Emits implements Bound: records up to the threshold stay inline, larger
+// ones become pointers.
+func (c *OffloadConfig) Emits(limit int) (int, bool) { return ResolveThreshold(c.Threshold, limit), true }
+
 // Validate implements settings.Validator.
 func (c *OffloadConfig) Validate(path string, problems *settings.Problems) {
-	if c.Threshold != ThresholdAuto {
-		if size, err := settings.ParseSize(c.Threshold); err != nil {
-			problems.Add(path+".threshold", "must be %q or a size such as 256KiB, got %q", ThresholdAuto, c.Threshold)
-		} else if size < settings.KiB {
-			problems.Add(path+".threshold", "must be at least 1KiB: a pointer record alone is a few hundred bytes")
-		}
+	if !c.Threshold.IsAuto() && c.Threshold < settings.SizeOrAuto(settings.KiB) {
+		problems.Add(path+".threshold", "must be at least 1KiB: a pointer record alone is a few hundred bytes")
 	}
 	if c.Prefix != "" {
 		if err := stores.ValidateKey(c.Prefix); err != nil {
@@ -87,7 +97,7 @@ func (c *OffloadConfig) Validate(path string, problems *settings.Problems) {
 func init() {
 	Register("offload", Kind{
 		NewConfig: func() any {
-			return &OffloadConfig{Threshold: ThresholdAuto, KeyMode: KeyBySourceOffset, Compression: codec.None}
+			return &OffloadConfig{Threshold: settings.Auto, KeyMode: KeyBySourceOffset, Compression: codec.None}
 		},
 		New: func(config any, deps Deps) (pipeline.Transform, error) {
 			return NewOffload(*config.(*OffloadConfig), deps)
@@ -129,41 +139,38 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 		threshold: threshold,
 		prefix:    prefix,
 		pipeline:  deps.Pipeline,
-		retry:     stores.DefaultRetryPolicy(deps.StoreBudget),
+		retry:     deps.StoreRetry,
 		keyMode:   cfg.KeyMode,
 		codec:     cfg.Compression,
 		limit:     deps.SlimTopicLimit,
 	}, nil
 }
 
-// sizeThreshold turns a step's threshold setting into bytes: a size, or "auto"
-// (the slim topic's limit less AutoThresholdHeadroom), logging the figures.
-func sizeThreshold(step, setting string, deps Deps) (int, error) {
+// sizeThreshold turns a step's threshold setting into bytes under the slim
+// topic's limit, logging the figure it applies and where it comes from.
+func sizeThreshold(step string, setting settings.SizeOrAuto, deps Deps) (int, error) {
 	logger := deps.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	if setting != ThresholdAuto {
-		size, err := settings.ParseSize(setting)
-		if err != nil {
-			return 0, fmt.Errorf("%s: threshold: %w", step, err)
+	limit := deps.SlimTopicLimit
+	if !setting.IsAuto() {
+		if limit > 0 && int(setting) > limit {
+			return 0, fmt.Errorf("%s: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", step, setting, limit)
 		}
-		if deps.SlimTopicLimit > 0 && int(size) > deps.SlimTopicLimit {
-			return 0, fmt.Errorf("%s: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", step, size, deps.SlimTopicLimit)
-		}
-		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(size)), zap.Int("topic_limit_bytes", deps.SlimTopicLimit))
-		return int(size), nil
+		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(setting)), zap.Int("topic_limit_bytes", limit))
+		return int(setting), nil
 	}
-	if deps.SlimTopicLimit <= 0 {
+	if limit <= 0 {
 		return 0, fmt.Errorf("%s: threshold auto needs the slim topic's size limit, which is unknown", step)
 	}
-	threshold := deps.SlimTopicLimit - int(AutoThresholdHeadroom)
+	threshold := ResolveThreshold(setting, limit)
 	if threshold < int(settings.KiB) {
-		return 0, fmt.Errorf("%s: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", step, deps.SlimTopicLimit, AutoThresholdHeadroom)
+		return 0, fmt.Errorf("%s: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", step, limit, AutoThresholdHeadroom)
 	}
 	logger.Info("threshold derived from the topic's limit", zap.String("step", step),
 		zap.Int("threshold_bytes", threshold),
-		zap.Int("topic_limit_bytes", deps.SlimTopicLimit),
+		zap.Int("topic_limit_bytes", limit),
 		zap.Int("headroom_bytes", int(AutoThresholdHeadroom)))
 	return threshold, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
 )
 
@@ -53,10 +54,10 @@ func (m *memStore) Stat(context.Context, string) (stores.Info, error) { return s
 func (m *memStore) Delete(context.Context, string) error              { return nil }
 func (m *memStore) Close() error                                      { return nil }
 
-func newTestOffload(t *testing.T, store *memStore, threshold string, budget time.Duration) *Offload {
+func newTestOffload(t *testing.T, store *memStore, threshold settings.SizeOrAuto, budget time.Duration) *Offload {
 	t.Helper()
 	o, err := NewOffload(OffloadConfig{Store: "mem", Threshold: threshold, KeyMode: KeyBySourceOffset, Compression: codec.None},
-		Deps{Pipeline: "orders", Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588, StoreBudget: budget})
+		Deps{Pipeline: "orders", Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588, StoreRetry: stores.DefaultRetryPolicy(budget)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func newTestOffload(t *testing.T, store *memStore, threshold string, budget time
 // pointers -> the very same record.
 func TestOffloadReplacesOnlyOversizeValues(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	o := newTestOffload(t, store, "2KiB", time.Second)
+	o := newTestOffload(t, store, settings.SizeOrAuto(2*settings.KiB), time.Second)
 	ctx := context.Background()
 	hdrs := []pipeline.Header{{Key: "trace", Value: []byte("t1")}}
 	big := &pipeline.Record{Topic: "orders.raw", Partition: 3, Offset: 1207, Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 4096), Headers: hdrs, Timestamp: time.Unix(1700000000, 0)}
@@ -127,12 +128,12 @@ func TestOffloadReplacesOnlyOversizeValues(t *testing.T) {
 func TestOffloadRetriesTransientStoreErrorsWithinBudget(t *testing.T) {
 	r := &pipeline.Record{Topic: "t", Value: bytes.Repeat([]byte("x"), 4096)}
 	flaky := &memStore{objects: map[string][]byte{}, failPuts: 2}
-	if _, err := newTestOffload(t, flaky, "2KiB", 5*time.Second).Apply(context.Background(), r); err != nil || flaky.puts != 3 {
+	if _, err := newTestOffload(t, flaky, settings.SizeOrAuto(2*settings.KiB), 5*time.Second).Apply(context.Background(), r); err != nil || flaky.puts != 3 {
 		t.Fatalf("flaky store: err %v after %d puts, want success on the 3rd", err, flaky.puts)
 	}
 	down := &memStore{objects: map[string][]byte{}, failPuts: 1 << 30}
 	start := time.Now()
-	_, err := newTestOffload(t, down, "2KiB", 500*time.Millisecond).Apply(context.Background(), r)
+	_, err := newTestOffload(t, down, settings.SizeOrAuto(2*settings.KiB), 500*time.Millisecond).Apply(context.Background(), r)
 	if !stores.IsRetryable(err) || time.Since(start) > 2*time.Second {
 		t.Fatalf("down store: %v after %s, want a retryable error within the budget", err, time.Since(start))
 	}
@@ -142,10 +143,10 @@ func TestOffloadRetriesTransientStoreErrorsWithinBudget(t *testing.T) {
 // threshold above the limit is refused.
 func TestAutoThresholdFollowsSlimTopicLimit(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	if got := newTestOffload(t, store, "auto", time.Second).Threshold(); got != 1048588-4096 {
+	if got := newTestOffload(t, store, settings.Auto, time.Second).Threshold(); got != 1048588-4096 {
 		t.Errorf("auto threshold = %d, want %d", got, 1048588-4096)
 	}
-	_, err := NewOffload(OffloadConfig{Store: "mem", Threshold: "2MiB", KeyMode: KeyBySourceOffset, Compression: codec.None},
+	_, err := NewOffload(OffloadConfig{Store: "mem", Threshold: settings.SizeOrAuto(2 * settings.MiB), KeyMode: KeyBySourceOffset, Compression: codec.None},
 		Deps{Stores: map[string]stores.Store{"mem": store}, SlimTopicLimit: 1048588})
 	if err == nil {
 		t.Error("threshold over the slim topic limit was accepted")
@@ -157,7 +158,7 @@ func TestAutoThresholdFollowsSlimTopicLimit(t *testing.T) {
 // without a store call; StoreRecord keeps all of it, owned by its coordinates.
 func TestOffloadStoresNothingThatCannotHelp(t *testing.T) {
 	store := &memStore{objects: map[string][]byte{}}
-	o := newTestOffload(t, store, "64KiB", time.Second)
+	o := newTestOffload(t, store, settings.SizeOrAuto(64*settings.KiB), time.Second)
 	fat := &pipeline.Record{Topic: "orders.raw", Partition: 1, Offset: 9, Key: bytes.Repeat([]byte("k"), 1<<20), Value: []byte("tiny"),
 		Headers: []pipeline.Header{{Key: "trace", Value: []byte("t")}, {Key: "null", Value: nil}}, Timestamp: time.UnixMilli(1700000000123)}
 	if got, err := o.Apply(context.Background(), fat); err != nil || got != fat || store.puts != 0 {

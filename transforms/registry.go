@@ -13,7 +13,6 @@ package transforms
 
 import (
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -34,9 +33,20 @@ type Deps struct {
 	// producer both accept (the smaller of the topic's max.message.bytes and the
 	// producer's message size limit); 0 when unknown.
 	SlimTopicLimit int
-	// StoreBudget bounds each store call, retries included.
-	StoreBudget time.Duration
+	// StoreRetry retries store calls within the store budget (and reports
+	// the slow ones).
+	StoreRetry stores.RetryPolicy
 	Logger      *zap.Logger
+}
+
+// Bound is implemented by the configs of steps that bound the size of the
+// records they emit, which the limit check (offloader check, and run at
+// start-up) asks instead of knowing each step.
+type Bound interface {
+	// Emits is the largest record the step emits inline under a slim topic
+	// limit of limit bytes, and whether it offloads the values of larger
+	// records (so that no record after it is larger).
+	Emits(limit int) (largest int, offloads bool)
 }
 
 // Kind is what a transform type registers.

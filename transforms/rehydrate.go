@@ -25,6 +25,9 @@ type RehydrateConfig struct {
 	MaxSize settings.Size `key:"max_size"`
 }
 
+// Emits implements Bound: a rehydrated record grows up to max_size.
+func (c *RehydrateConfig) Emits(int) (int, bool) { return int(c.MaxSize), false }
+
 // Validate implements settings.Validator.
 func (c *RehydrateConfig) Validate(path string, problems *settings.Problems) {
 	if c.MaxSize < 1 {
@@ -69,7 +72,7 @@ func init() {
 		New: func(config any, deps Deps) (pipeline.Transform, error) {
 			return rehydrate{
 				resolver: resolver.New(resolver.Options{Stores: deps.Stores, MaxSize: int64(config.(*RehydrateConfig).MaxSize)}),
-				retry:    stores.DefaultRetryPolicy(deps.StoreBudget),
+				retry:    deps.StoreRetry,
 			}, nil
 		},
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -79,7 +80,9 @@ the same transactional.id, misaligned size limits, a record the chain cannot
 process and no dead-letter topic). Exit 2: a bad pipeline file.
 
 A payload store that does not answer at start-up within errors.store_budget
-ends the run with exit 1 before anything is consumed. If the store stays
+ends the run with exit 1 before anything is consumed. A store call still
+retrying after 5s is logged (store "blob" is failing: ...) and counted in
+offloader_store_calls_slow until it ends: the pipeline waits for it. If the store stays
 unavailable past errors.store_budget while running, the pipeline pauses: the
 transaction is not committed, the batch is rewound and retried with a growing
 backoff (up to 30s). Until a batch commits again, /readyz answers 503 with the
@@ -180,7 +183,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		SourceTopics:   p.Source.Topics,
 		Stores:         open,
 		SlimTopicLimit: topology.SlimLimit().Bytes,
-		StoreBudget:    p.Errors.StoreBudget,
+		StoreRetry:     storeRetry(p.Errors.StoreBudget, logger, metrics),
 		Logger:         logger,
 	}
 	var chain pipeline.Chain
@@ -194,7 +197,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 			dltDeps := deps
 			dltDeps.SlimTopicLimit = topology.DeadLetterLimit().Bytes
 			dltDeps.Logger = logger.With(zap.String("for", "retry and dead-letter records"))
-			dltCfg.Threshold = transforms.ThresholdAuto
+			dltCfg.Threshold = settings.Auto
 			o, err := transforms.NewOffload(dltCfg, dltDeps)
 			if err != nil {
 				return fmt.Errorf("offloading dead-letter values: %w", err)
@@ -262,6 +265,47 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		printReport(out, rep, until)
 	}
 	return err
+}
+
+// slowStoreCall is how long a store call retries before it is logged and
+// counted in offloader_store_calls_slow.
+const slowStoreCall = 5 * time.Second
+
+// storeRetry is the retry policy of store calls within budget. A call that
+// retries longer than slowStoreCall counts in offloader_store_calls_slow
+// until it ends, and is logged: the first of a burst (several workers, or a
+// pause retrying the batch) as a warning, at most once a minute, the others
+// at debug level.
+func storeRetry(budget time.Duration, logger *zap.Logger, m *observability.Metrics) stores.RetryPolicy {
+	r := stores.DefaultRetryPolicy(budget)
+	r.SlowAfter = slowStoreCall
+	var mu sync.Mutex
+	var warned time.Time
+	r.Slow = func(c stores.SlowCall) {
+		store := "the payload store"
+		if se := (*stores.Error)(nil); errors.As(c.Err, &se) {
+			store = fmt.Sprintf("store %q", se.Store)
+		}
+		fields := []zap.Field{zap.Duration("retrying_for", c.Elapsed), zap.Int("attempts", c.Attempts), zap.Duration("store_budget", budget), zap.Error(c.Err)}
+		switch {
+		case !c.Done:
+			m.SlowStoreCalls.Inc()
+			mu.Lock()
+			level := zap.DebugLevel
+			if time.Since(warned) >= time.Minute {
+				level, warned = zap.WarnLevel, time.Now()
+			}
+			mu.Unlock()
+			logger.Log(level, store+" is failing: a call is still retrying and the pipeline waits for it, up to errors.store_budget (offloader_store_calls_slow counts such calls)", fields...)
+		case c.Err == nil:
+			m.SlowStoreCalls.Dec()
+			logger.Info("a slow store call succeeded", fields[:2]...)
+		default:
+			m.SlowStoreCalls.Dec()
+			logger.Debug(store+": a slow store call gave up", fields...)
+		}
+	}
+	return r
 }
 
 // policyRules are the failure policy's rules from a pipeline's errors: section.

@@ -11,7 +11,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/transforms"
 )
 
@@ -69,24 +68,22 @@ type Problem struct {
 	What, Fix string
 }
 
-// chainFigures reads from the chain what changes record sizes: the first
-// offload step's threshold in bytes, and rehydrate's max_size.
+// chainFigures asks the chain's steps (transforms.Bound) what changes record
+// sizes: the first offload step's threshold in bytes, and how large the steps
+// that grow records (rehydrate's max_size) let them get.
 func chainFigures(p *config.Pipeline, f *Figures) {
+	limit := f.limitOf(f.Slim).Bytes
 	for _, s := range p.Transforms {
-		switch c := s.Config.(type) {
-		case *transforms.RehydrateConfig:
-			f.Rehydrated = max(f.Rehydrated, int(c.MaxSize))
-		case *transforms.OffloadConfig:
-			if f.HasOffload {
-				continue
-			}
-			f.HasOffload = true
-			if c.Threshold == transforms.ThresholdAuto {
-				f.Threshold = min(f.Slim.MaxMessageBytes, f.ProducerMaxMessageBytes) - int(transforms.AutoThresholdHeadroom)
-			} else {
-				n, _ := settings.ParseSize(c.Threshold)
-				f.Threshold = int(n)
-			}
+		b, ok := s.Config.(transforms.Bound)
+		if !ok {
+			continue
+		}
+		largest, offloads := b.Emits(limit)
+		switch {
+		case !offloads:
+			f.Rehydrated = max(f.Rehydrated, largest)
+		case !f.HasOffload:
+			f.HasOffload, f.Threshold = true, largest
 		}
 	}
 }
