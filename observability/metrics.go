@@ -31,13 +31,13 @@ type Metrics struct {
 	DeadLettered   prometheus.Counter
 	// ReservedHeaders counts retry headers (__offloader.retry.*) found on
 	// source records and removed: only retry topics may carry them.
-	ReservedHeaders   prometheus.Counter
-	TxnLatency        prometheus.Histogram
-	ConsumerLag       *prometheus.GaugeVec
-	Paused            prometheus.Gauge
+	ReservedHeaders prometheus.Counter
+	TxnLatency      prometheus.Histogram
+	ConsumerLag     *prometheus.GaugeVec
+	Paused          prometheus.Gauge
 	// SlowStoreCalls counts the store calls retrying for longer than a few
 	// seconds right now (an outage within the store budget).
-	SlowStoreCalls prometheus.Gauge
+	SlowStoreCalls    prometheus.Gauge
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
 	// pausedFor is why the pipeline is paused (empty: it is not); /readyz

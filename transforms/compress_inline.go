@@ -21,7 +21,7 @@ import (
 //
 //   - {type: compress_inline, codec: zstd, threshold: auto}
 type CompressInlineConfig struct {
-	Codec     string `key:"codec"`
+	Codec     string              `key:"codec"`
 	Threshold settings.SizeOrAuto `key:"threshold"`
 }
 

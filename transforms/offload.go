@@ -74,7 +74,9 @@ func (c *OffloadConfig) StoreName() string { return c.Store }
 
 // Emits implements Bound: records up to the threshold stay inline, larger
 // ones become pointers.
-func (c *OffloadConfig) Emits(limit int) (int, bool) { return ResolveThreshold(c.Threshold, limit), true }
+func (c *OffloadConfig) Emits(limit int) (int, bool) {
+	return ResolveThreshold(c.Threshold, limit), true
+}
 
 // Validate implements settings.Validator.
 func (c *OffloadConfig) Validate(path string, problems *settings.Problems) {

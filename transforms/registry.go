@@ -36,7 +36,7 @@ type Deps struct {
 	// StoreRetry retries store calls within the store budget (and reports
 	// the slow ones).
 	StoreRetry stores.RetryPolicy
-	Logger      *zap.Logger
+	Logger     *zap.Logger
 }
 
 // Bound is implemented by the configs of steps that bound the size of the
