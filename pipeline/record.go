@@ -1,7 +1,8 @@
 // Package pipeline is offloader's core: the Record that flows from the raw topic to
-// the slim topic, the Transform and Predicate contracts of the chain, the record
-// size estimate that the size limits are checked with, and the exactly-once run
-// loop that ties them to Kafka.
+// the slim topic, the Transform and Predicate contracts of the chain, the Batch
+// that runs records through it, and the record size estimate that the size
+// limits are checked with. The exactly-once run loop that ties them to Kafka is
+// pipeline/engine.
 package pipeline
 
 import (
