@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,11 +15,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
-	"github.com/offloader/offloader/resolver/confluent"
 	"github.com/offloader/offloader/settings"
 )
 
@@ -103,16 +104,7 @@ bad flags.`,
 				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
 				defer res.Close()
 			}
-			cm := kafka.ConfigMap{}
-			for k, v := range p.Kafka.Consumer {
-				cm[k] = v
-			}
-			cm["bootstrap.servers"] = p.Kafka.BootstrapServers
-			cm["group.id"] = "offloader-cat" // required by librdkafka; nothing is committed
-			cm["enable.auto.commit"] = false
-			cm["isolation.level"] = "read_committed"
-			cm["enable.partition.eof"] = true
-			if err := catTopic(ctx, &cm, res, o, c.stdout, c.stderr); err != nil {
+			if err := catTopic(ctx, p, res, o, c.stdout, c.stderr); err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
 			}
@@ -133,109 +125,70 @@ func (c *cli) usageError(fs *flag.FlagSet, format string, args ...any) int {
 	return exitUsage
 }
 
-// start is where --from says to begin.
-type start struct {
-	offset kafka.Offset
-	time   time.Time // when set, looked up per partition
-}
-
-func parseFrom(s string) (start, error) {
+func parseFrom(s string) (kafkaedge.Start, error) {
 	switch {
 	case s == "beginning":
-		return start{offset: kafka.OffsetBeginning}, nil
+		return kafkaedge.Start{Offset: kafkaedge.Beginning}, nil
 	case s == "end":
-		return start{offset: kafka.OffsetEnd}, nil
+		return kafkaedge.Start{Offset: kafkaedge.End}, nil
 	case strings.HasPrefix(s, "offset:"):
 		n, err := strconv.ParseInt(strings.TrimPrefix(s, "offset:"), 10, 64)
 		if err != nil || n < 0 {
-			return start{}, fmt.Errorf("offset:N needs a non-negative number, got %q", s)
+			return kafkaedge.Start{}, fmt.Errorf("offset:N needs a non-negative number, got %q", s)
 		}
-		return start{offset: kafka.Offset(n)}, nil
+		return kafkaedge.Start{Offset: n}, nil
 	case strings.HasPrefix(s, "time:"):
 		t, err := time.Parse(time.RFC3339, strings.TrimPrefix(s, "time:"))
 		if err != nil {
-			return start{}, fmt.Errorf("time: needs an RFC 3339 time such as 2026-11-29T10:00:00Z, got %q", s)
+			return kafkaedge.Start{}, fmt.Errorf("time: needs an RFC 3339 time such as 2026-11-29T10:00:00Z, got %q", s)
 		}
-		return start{time: t}, nil
+		return kafkaedge.Start{Time: t}, nil
 	}
-	return start{}, fmt.Errorf("want beginning, end, offset:N or time:RFC3339, got %q", s)
+	return kafkaedge.Start{}, fmt.Errorf("want beginning, end, offset:N or time:RFC3339, got %q", s)
 }
 
 // catTopic prints the topic's records, resolved through res (nil: as stored).
 // A record that does not resolve is printed with its error and the listing
 // goes on; the error returned then counts them.
-func catTopic(ctx context.Context, cm *kafka.ConfigMap, res *resolver.Resolver, o catOptions, out, errOut io.Writer) error {
+func catTopic(ctx context.Context, p *config.Pipeline, res *resolver.Resolver, o catOptions, out, errOut io.Writer) error {
 	from, _ := parseFrom(o.from)
-	c, err := kafka.NewConsumer(cm)
+	r, err := kafkaedge.OpenReader(p.Kafka.BootstrapServers, p.Kafka.Consumer, o.topic, from, o.follow)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	md, err := c.GetMetadata(&o.topic, false, 10_000)
-	if err != nil {
-		return fmt.Errorf("reading metadata of %s: %w", o.topic, err)
-	}
-	tm, ok := md.Topics[o.topic]
-	if !ok || tm.Error.Code() != kafka.ErrNoError {
-		return fmt.Errorf("topic %s does not exist", o.topic)
-	}
-	var tps []kafka.TopicPartition
-	remaining := map[int32]bool{} // partitions not read to their end yet
-	for _, pm := range tm.Partitions {
-		tp := kafka.TopicPartition{Topic: &o.topic, Partition: pm.ID, Offset: from.offset}
-		if !from.time.IsZero() {
-			tp.Offset = kafka.Offset(from.time.UnixMilli())
-		}
-		tps = append(tps, tp)
-		remaining[pm.ID] = true
-	}
-	if !from.time.IsZero() {
-		if tps, err = c.OffsetsForTimes(tps, 10_000); err != nil {
-			return fmt.Errorf("looking up offsets for %s: %w", from.time, err)
-		}
-	}
-	if err := c.Assign(tps); err != nil {
-		return err
-	}
-	follow := o.follow || from.offset == kafka.OffsetEnd
+	defer r.Close()
 	printed, failed := 0, 0
 	enc := json.NewEncoder(out)
-read:
-	for ctx.Err() == nil && (follow || len(remaining) > 0) {
-		switch ev := c.Poll(200).(type) {
-		case kafka.PartitionEOF:
-			// The end of the partition (transaction markers included).
-			delete(remaining, ev.Partition)
-		case kafka.Error:
-			if ev.IsFatal() {
-				return ev
-			}
-		case *kafka.Message:
-			if ev.TopicPartition.Error != nil {
-				return ev.TopicPartition.Error
-			}
-			r := resolver.Result{Value: ev.Value}
-			var resolveErr error
-			if res != nil {
-				r, resolveErr = confluent.Resolve(ctx, res, ev)
-			}
-			if resolveErr != nil {
-				failed++
-				r = resolver.Result{Value: ev.Value}
-				fmt.Fprintf(errOut, "offloader cat: %s[%d]@%d: %v\n", o.topic, ev.TopicPartition.Partition, ev.TopicPartition.Offset, resolveErr)
-			}
-			if r.Skipped {
-				continue
-			}
-			if resolveErr == nil || o.format == "json" {
-				if err := printRecord(out, enc, o.format, ev, r, resolveErr); err != nil {
-					return err
-				}
-			}
-			if printed++; o.count > 0 && printed >= o.count {
-				break read
+	for o.count == 0 || printed < o.count {
+		rec, err := r.Next(ctx, 200*time.Millisecond)
+		if errors.Is(err, kafkaedge.ErrEnd) || (err != nil && ctx.Err() != nil) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			continue
+		}
+		result := resolver.Result{Value: rec.Value}
+		var resolveErr error
+		if res != nil {
+			result, resolveErr = res.Resolve(ctx, rec.Value, rec.Header)
+		}
+		if resolveErr != nil {
+			failed++
+			result = resolver.Result{Value: rec.Value}
+			fmt.Fprintf(errOut, "offloader cat: %s[%d]@%d: %v\n", o.topic, rec.Partition, rec.Offset, resolveErr)
+		}
+		if result.Skipped {
+			continue
+		}
+		if resolveErr == nil || o.format == "json" {
+			if err := printRecord(out, enc, o.format, rec, result, resolveErr); err != nil {
+				return err
 			}
 		}
+		printed++
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d record%s could not be resolved (each is printed with its error)", failed, plural(failed))
@@ -273,7 +226,7 @@ func text(b []byte) *string {
 	return &s
 }
 
-func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Message, r resolver.Result, resolveErr error) error {
+func printRecord(out io.Writer, enc *json.Encoder, format string, m *pipeline.Record, r resolver.Result, resolveErr error) error {
 	if format == "raw" {
 		if _, err := out.Write(r.Value); err != nil {
 			return err
@@ -281,7 +234,7 @@ func printRecord(out io.Writer, enc *json.Encoder, format string, m *kafka.Messa
 		_, err := out.Write([]byte("\n"))
 		return err
 	}
-	rec := catRecord{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
+	rec := catRecord{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
 		Timestamp: m.Timestamp.UnixMilli(), Key: text(m.Key), Size: len(r.Value), Pointer: r.Pointer, Codec: r.Codec, Headers: []catHeader{}}
 	for _, h := range m.Headers {
 		rec.Headers = append(rec.Headers, catHeader{Key: h.Key, Value: text(h.Value)})

@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/resolver"
-	"github.com/offloader/offloader/resolver/confluent"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 )
@@ -84,7 +84,7 @@ type demoRecord struct {
 	partition int32
 	key       string
 	value     []byte // nil: tombstone
-	headers   []kafka.Header
+	headers   []pipeline.Header
 }
 
 // demoMix returns n records: mostly small JSON events, every 10th a few hundred
@@ -105,20 +105,20 @@ func demoMix(n int) []demoRecord {
 	recs := make([]demoRecord, n)
 	for i := range recs {
 		r := demoRecord{partition: int32(i % 3), key: fmt.Sprintf("order-%05d", i),
-			headers: []kafka.Header{{Key: "source", Value: []byte("offloader-demo")}}}
+			headers: []pipeline.Header{{Key: "source", Value: []byte("offloader-demo")}}}
 		switch {
 		case i%50 == 49:
 			// tombstone: value stays nil
 		case i%20 == 3:
 			r.value = random(1<<20 + rng.IntN(5<<20))
-			r.headers = append(r.headers, kafka.Header{Key: "content-type", Value: []byte("application/octet-stream")})
+			r.headers = append(r.headers, pipeline.Header{Key: "content-type", Value: []byte("application/octet-stream")})
 		case i%10 == 5:
 			r.value = random(300<<10 + rng.IntN(900<<10))
-			r.headers = append(r.headers, kafka.Header{Key: "content-type", Value: []byte("application/octet-stream")})
+			r.headers = append(r.headers, pipeline.Header{Key: "content-type", Value: []byte("application/octet-stream")})
 		default:
 			note := strings.Repeat("x", rng.IntN(3000))
 			r.value = fmt.Appendf(nil, `{"order":%d,"customer":"c-%d","amount":%d.%02d,"note":%q}`, i, rng.IntN(1000), rng.IntN(500), rng.IntN(100), note)
-			r.headers = append(r.headers, kafka.Header{Key: "content-type", Value: []byte("application/json")})
+			r.headers = append(r.headers, pipeline.Header{Key: "content-type", Value: []byte("application/json")})
 		}
 		recs[i] = r
 	}
@@ -207,51 +207,21 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 }
 
 func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
-	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false})
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{
-		// The raw topic takes the multi-MiB records the demo is about.
-		{Topic: raw, NumPartitions: 3, ReplicationFactor: -1, Config: map[string]string{"max.message.bytes": "16777216"}},
-		{Topic: slim, NumPartitions: 3, ReplicationFactor: -1},
-	})
-	if err != nil {
-		return fmt.Errorf("creating the demo topics on %s: %w", bootstrap, err)
-	}
-	for _, r := range res {
-		if r.Error.Code() != kafka.ErrNoError {
-			return fmt.Errorf("creating topic %s: %v", r.Topic, r.Error)
-		}
-	}
-	return nil
+	// The raw topic takes the multi-MiB records the demo is about.
+	return kafkaedge.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{raw: {"max.message.bytes": "16777216"}, slim: nil})
 }
 
 func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
-		"message.max.bytes": 16 << 20, "go.delivery.reports": false, "enable.metrics.push": false,
-	})
-	if err != nil {
-		return 0, err
-	}
-	defer p.Close()
+	out := make([]*pipeline.Record, len(recs))
 	var total int64
-	for _, r := range recs {
-		err := p.Produce(&kafka.Message{
-			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: r.partition},
-			Key:            []byte(r.key), Value: r.value, Headers: r.headers,
-		}, nil)
-		if err != nil {
-			return 0, fmt.Errorf("producing to %s: %w", topic, err)
-		}
+	for i, r := range recs {
+		out[i] = &pipeline.Record{Topic: topic, Partition: r.partition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 	}
-	if left := p.Flush(120_000); left > 0 {
-		return 0, fmt.Errorf("%d records were not delivered to %s within 2 minutes", left, topic)
+	if err := kafkaedge.Produce(bootstrap, out, 16<<20, 2*time.Minute); err != nil {
+		return 0, fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return total, nil
 }
@@ -286,19 +256,13 @@ pipelines:
 
 // demoConsume reads the slim topic (read_committed) until it holds n records,
 // then one more second so that duplicates would show.
-func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDone <-chan error) ([]*kafka.Message, error) {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "group.id": topic + "-reader", "auto.offset.reset": "earliest",
-		"enable.auto.commit": false, "isolation.level": "read_committed", "enable.metrics.push": false,
-	})
+func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDone <-chan error) ([]*pipeline.Record, error) {
+	r, err := kafkaedge.OpenReader(bootstrap, map[string]string{"enable.metrics.push": "false"}, topic, kafkaedge.Start{Offset: kafkaedge.Beginning}, true)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		return nil, err
-	}
-	var got []*kafka.Message
+	defer r.Close()
+	var got []*pipeline.Record
 	deadline := time.Now().Add(5 * time.Minute)
 	var grace time.Time
 	for {
@@ -318,21 +282,22 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 			return nil, fmt.Errorf("the pipeline stopped with %d of %d records in the slim topic: %v", len(got), n, err)
 		default:
 		}
-		m, err := c.ReadMessage(100 * time.Millisecond)
+		m, err := r.Next(ctx, 100*time.Millisecond)
 		if err != nil {
-			var kerr kafka.Error
-			if errors.As(err, &kerr) && kerr.IsTimeout() {
+			if ctx.Err() != nil {
 				continue
 			}
 			return nil, fmt.Errorf("reading %s: %w", topic, err)
 		}
-		got = append(got, m)
+		if m != nil {
+			got = append(got, m)
+		}
 	}
 }
 
 // demoReport checks that every record arrived once, in order, resolving to its
 // original bytes, and prints what happened.
-func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, res *resolver.Resolver, rawBytes int64, elapsed time.Duration) error {
+func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration) error {
 	byKey := make(map[string]int, len(recs))
 	for i, r := range recs {
 		byKey[r.key] = i
@@ -341,7 +306,7 @@ func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, res *res
 	last := map[int32]int{}
 	var slimBytes, offloadedBytes int64
 	var offloaded, inline, tombstones int
-	var example *kafka.Message
+	var example *pipeline.Record
 	var problems []string
 	for _, m := range got {
 		i, ok := byKey[string(m.Key)]
@@ -350,13 +315,13 @@ func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, res *res
 			continue
 		}
 		seen[i] = true
-		part := m.TopicPartition.Partition
+		part := m.Partition
 		if prev, ok := last[part]; ok && prev > i {
 			problems = append(problems, fmt.Sprintf("%s out of order in partition %d", m.Key, part))
 		}
 		last[part] = i
 		slimBytes += int64(len(m.Key) + len(m.Value))
-		r, err := res.Resolve(context.Background(), m.Value, confluent.Header(m))
+		r, err := res.Resolve(context.Background(), m.Value, m.Header)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", m.Key, err))
 			continue
@@ -391,7 +356,7 @@ func demoReport(out io.Writer, recs []demoRecord, got []*kafka.Message, res *res
 	fmt.Fprintf(out, "bytes       raw topic %s, slim topic %s (%.1f%%), keys and values\n",
 		bytesIEC(rawBytes), bytesIEC(slimBytes), 100*float64(slimBytes)/float64(max(rawBytes, 1)))
 	if example != nil {
-		fmt.Fprintf(out, "\none pointer record (partition %d, offset %d, key %s):\n", example.TopicPartition.Partition, example.TopicPartition.Offset, example.Key)
+		fmt.Fprintf(out, "\none pointer record (partition %d, offset %d, key %s):\n", example.Partition, example.Offset, example.Key)
 		for _, h := range example.Headers {
 			fmt.Fprintf(out, "  header %s: %s\n", h.Key, h.Value)
 		}

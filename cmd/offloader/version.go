@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/offloader/offloader/internal/kafkaedge"
 )
 
 func versionCommand() *command {
@@ -16,8 +16,7 @@ func versionCommand() *command {
 			if code, ok := c.parse(c.flags(find("version")), args); !ok {
 				return code
 			}
-			_, librdkafka := kafka.LibraryVersion()
-			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), librdkafka)
+			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafkaedge.LibraryVersion())
 			return exitOK
 		},
 	}

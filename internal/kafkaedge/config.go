@@ -33,6 +33,12 @@ var (
 	}
 )
 
+// LibraryVersion is the version of the librdkafka bundled into the build.
+func LibraryVersion() string {
+	_, v := kafka.LibraryVersion()
+	return v
+}
+
 // TransactionalID returns the pipeline's transactional.id: the configured one, or
 // offloader-<pipeline>-<hostname>.
 func TransactionalID(p *config.Pipeline) string {

@@ -2,6 +2,7 @@ package kafkaedge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -159,4 +160,44 @@ func readCommitted(t *testing.T, bootstrap, topic string, n int) map[int32][]str
 		t.Errorf("a record past the %d expected: %s[%d]@%v", n, topic, m.TopicPartition.Partition, m.TopicPartition.Offset)
 	}
 	return got
+}
+
+// The Reader (offloader cat, the demo) reads each partition from its start to
+// its end and then says so.
+func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	createTopics(t, bootstrap, "raw")
+	produce(t, bootstrap, 20)
+	for _, c := range []struct {
+		from Start
+		want int
+	}{{Start{Offset: Beginning}, 60}, {Start{Offset: 15}, 15}} {
+		r, err := OpenReader(bootstrap, map[string]string{"enable.metrics.push": "false"}, "raw", c.from, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			rec, err := r.Next(context.Background(), 5*time.Second)
+			if errors.Is(err, ErrEnd) {
+				break
+			}
+			if err != nil || rec == nil {
+				t.Fatalf("after %d records: %v (nil record: %v)", n, err, rec == nil)
+			}
+			if want := fmt.Sprintf("%d-%d", rec.Partition, rec.Offset); string(rec.Value) != want {
+				t.Fatalf("record %s[%d]@%d holds %q", rec.Topic, rec.Partition, rec.Offset, rec.Value)
+			}
+			n++
+		}
+		r.Close()
+		if n != c.want {
+			t.Errorf("from %+v: %d records, want %d", c.from, n, c.want)
+		}
+	}
 }
