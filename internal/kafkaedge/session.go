@@ -41,6 +41,7 @@ type Session struct {
 	stuck   *stuckError
 	msg     kafka.Message  // reused by Produce
 	headers []kafka.Header // msg's headers, reused too
+	topic   *string        // the topic of the last Produce, reused while it stays the same
 }
 
 // Connect creates the pipeline's consumer and transactional producer and
@@ -172,10 +173,15 @@ func (s *Session) Close() {
 // (queue.buffering.max.kbytes) is waited on until deliveries drain it; one
 // that does not drain within a minute (the broker is away) aborts.
 func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic string, partition int32) error {
-	// Produce copies the message into librdkafka: one struct serves them all.
+	// Produce copies the message into librdkafka: one struct serves them all,
+	// and one topic string while the topic stays the same.
+	if s.topic == nil || *s.topic != topic {
+		t := topic // a copy: taking the parameter's address would move it to the heap on every call
+		s.topic = &t
+	}
 	msg := &s.msg
 	*msg = kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
+		TopicPartition: kafka.TopicPartition{Topic: s.topic, Partition: partition},
 		Key:            rec.Key,
 		Value:          rec.Value,
 		Timestamp:      rec.Timestamp,

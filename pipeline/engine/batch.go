@@ -15,6 +15,7 @@ type batch struct {
 	bytes  int
 	start  time.Time
 	firsts []Offset // each partition's first offset in the batch
+	counts []int64  // the records of each of firsts' partitions in the batch
 	inTxn  bool     // the batch has a transaction open
 	tally  tally    // what the batch produced, for the metrics
 }
@@ -30,14 +31,27 @@ func (b *batch) note(rec *pipeline.Record) {
 	b.len++
 	b.bytes += len(rec.Key) + len(rec.Value)
 	if n := len(b.firsts); n > 0 && b.firsts[n-1].Partition.Partition == rec.Partition && b.firsts[n-1].Topic == rec.Topic {
-		return // the common case: the partition of the record before
+		b.counts[n-1]++ // the common case: the partition of the record before
+		return
 	}
-	for _, f := range b.firsts {
+	for i, f := range b.firsts {
 		if f.Partition.Partition == rec.Partition && f.Topic == rec.Topic {
+			b.counts[i]++
 			return
 		}
 	}
 	b.firsts = append(b.firsts, Offset{Partition{rec.Topic, rec.Partition}, rec.Offset})
+	b.counts = append(b.counts, 1)
+}
+
+// settled is how many records of each partition the batch holds, for the
+// run's report once it commits.
+func (b *batch) settled() map[Partition]int64 {
+	out := make(map[Partition]int64, len(b.firsts))
+	for i, f := range b.firsts {
+		out[f.Partition] = b.counts[i]
+	}
+	return out
 }
 
 // reset drops the batch, cancelling transforms still in flight.
@@ -47,20 +61,12 @@ func (b *batch) reset() {
 		b.proc = nil
 	}
 	b.len, b.bytes = 0, 0
-	b.firsts = b.firsts[:0]
+	b.firsts, b.counts = b.firsts[:0], b.counts[:0]
 }
 
 // tally counts a transaction's records for the metrics, which are updated once
-// per transaction rather than once per record, and for the run's report.
+// per transaction rather than once per record.
 type tally struct {
 	out, dropped, deadLettered, offloaded, passthrough int
 	offloadedBytes                                     int
-	settled                                            map[Partition]int64 // source records settled, per partition
-}
-
-func (t *tally) settle(in *pipeline.Record) {
-	if t.settled == nil {
-		t.settled = map[Partition]int64{}
-	}
-	t.settled[Partition{in.Topic, in.Partition}]++
 }

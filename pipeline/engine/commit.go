@@ -17,7 +17,7 @@ import (
 type pendingCommit struct {
 	done  chan error
 	start []Offset // each partition's first offset in the batch
-	// settled counts the batch's source records per partition, for the
+	// settled counts the batch's records per partition consumed, for the
 	// run's report once the commit succeeded.
 	settled map[Partition]int64
 }
@@ -104,7 +104,6 @@ func (e *Engine) emit(ctx context.Context, res pipeline.Result) error {
 			e.forget = append(e.forget, k)
 		}
 	}
-	e.batch.tally.settle(res.In)
 	if rec == nil {
 		e.batch.tally.dropped++
 		return nil
@@ -163,7 +162,7 @@ func (e *Engine) handOff(ctx context.Context, start []Offset) error {
 		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
 	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: start, settled: t.settled}
+	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled()}
 	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
 	go func() { p.done <- e.commit(ctx, offsets, t) }()
 	return nil

@@ -98,8 +98,9 @@ type Options struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-// Report is what a run did: the records each source partition had
-// committed (consumed and settled: produced, routed or dropped).
+// Report is what a run did: the records of each partition it consumed
+// (source and retry topics) whose offsets it committed: produced, routed or
+// dropped.
 type Report struct {
 	Committed map[Partition]int64
 	// ReachedEnd: a bounded run stopped because every assigned partition
