@@ -110,7 +110,7 @@ func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Fail
 	case dlt.AsIs:
 		return rec, nil
 	case dlt.CannotFit:
-		return nil, fmt.Errorf("%w: %s/%d@%d failed (%v) and its %d-byte record is over the %d bytes %s takes; add an offload step, which also stores failed records too large for that topic, or raise that limit",
+		return nil, fmt.Errorf("%w: %s/%d@%d failed (%w) and its %d-byte record is over the %d bytes %s takes; add an offload step, which also stores failed records too large for that topic, or raise that limit",
 			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, l.Gate)
 	case dlt.OffloadValue:
 		out, err := offload.Apply(ctx, rec)
@@ -129,7 +129,7 @@ func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Fail
 	out := dlt.Record(failure, e.opts.Name, e.deadLetterTopic)
 	if dl := e.opts.FailureLimits[e.deadLetterTopic]; dl.Bytes > 0 {
 		if size := pipeline.EstimateRecordSize(out); size > dl.Bytes {
-			return nil, fmt.Errorf("%w: %s/%d@%d failed (%v); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
+			return nil, fmt.Errorf("%w: %s/%d@%d failed (%w); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
 				ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, dl.Bytes, dl.Gate)
 		}
 	}
