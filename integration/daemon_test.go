@@ -138,7 +138,7 @@ pipelines:
   %s:
     kafka:
       bootstrap_servers: %q
-      consumer: {session.timeout.ms: 10000}
+      consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
     source: {topics: [%s], group: %s}
     slim_topic: %s
     commit: {max_records: 200, interval: 50ms}
@@ -416,8 +416,9 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 			}
 		}
 	}
-	// The last restart after kill -9: the new member waits for the dead one's
-	// session to expire (session.timeout.ms, 10 s here) before it commits.
+	// The last restart after kill -9: a static member with its predecessor's
+	// group.instance.id, the new instance takes its place at once instead of
+	// waiting for the dead member's session to expire (docs/benchmarks.md).
 	restarted := time.Now()
 	d := startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitForMetric(t, d.metricsURL(t), "offloader_transactions_committed_total", func(v float64) bool { return v > 0 }, 60*time.Second)

@@ -52,7 +52,10 @@ Run several instances with the same file to share the partitions; give each a
 distinct kafka.transactional_id (for example OFFLOADER_KAFKA__TRANSACTIONAL_ID=
 offloader-orders-$HOSTNAME) that stays the same across its restarts. An
 instance started with another's transactional.id fences it: the older one
-stops with exit 1 and says so.
+stops with exit 1 and says so. The consumer is a static group member with
+the same identity as its group.instance.id: restarted, an instance gets its
+partitions back at once; stopped for good, its partitions move to the others
+only after session.timeout.ms (45s by default).
 
 With --until-end the run is bounded: at start-up it reads the end offset of
 every source partition, and it stops by itself (exit 0) once every partition

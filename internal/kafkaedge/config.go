@@ -83,12 +83,17 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 }
 
 // consumerConfig is the consumer's librdkafka configuration for a pipeline.
-// The member is dynamic: static membership (group.instance.id) was tried as
-// a default and dropped, because after a broker restart librdkafka 2.11 had a
-// lone static member fenced as if by a twin ("Static consumer fenced by other
-// consumer with same group.instance.id"), a fatal error.
+// The member is static (KIP-345): its group.instance.id is the stable
+// identity its transactional.id is made of, so that an instance restarted
+// after a crash gets its partitions back at once instead of waiting for its
+// predecessor's session to expire; a kafka.consumer group.instance.id of the
+// user's wins.
 func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
-	return configMap(consumerDefaults, p.Kafka.Consumer, kafka.ConfigMap{
+	defaults := kafka.ConfigMap{"group.instance.id": TransactionalID(p)}
+	for k, v := range consumerDefaults {
+		defaults[k] = v
+	}
+	return configMap(defaults, p.Kafka.Consumer, kafka.ConfigMap{
 		"bootstrap.servers":        p.Kafka.BootstrapServers,
 		"group.id":                 p.Source.Group,
 		"isolation.level":          "read_committed",

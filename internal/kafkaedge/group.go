@@ -2,11 +2,14 @@ package kafkaedge
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -17,18 +20,62 @@ import (
 // IncrementalUnassign after a cooperative one (cooperative-sticky).
 type Group struct {
 	c   *kafka.Consumer
+	p   *config.Pipeline
 	log *zap.Logger
 	rb  engine.Rebalancer
+	// topics are the topics subscribed to, assigned the partitions held.
+	topics   []string
+	assigned []kafka.TopicPartition
+	// rejoined is when a fenced consumer was last replaced (rejoin).
+	rejoined time.Time
 	// fatal is an error met in the rebalance callback, returned by the next Poll.
 	fatal error
 	// explain turns a fatal client error into the instance's fatal error.
 	explain func(what string, err error) error
 }
 
+// rejoinWindow: a static member fenced again within it of its last rejoin
+// has a twin (another instance with its identity), and stops.
+const rejoinWindow = 5 * time.Minute
+
 // Subscribe joins the group for topics; rb's callbacks run inside Poll and Close.
 func (g *Group) Subscribe(topics []string, rb engine.Rebalancer) error {
-	g.rb = rb
+	g.rb, g.topics = rb, topics
 	return g.c.SubscribeTopics(topics, g.rebalance)
+}
+
+// fencedStatic reports whether e fenced the consumer as a static member:
+// another member joined with its group.instance.id.
+func fencedStatic(e kafka.Error) bool {
+	return e.Code() == kafka.ErrFencedInstanceID || strings.Contains(e.Error(), "fenced by other consumer with same group.instance.id")
+}
+
+// rejoin replaces a consumer fenced as a static member by a new one with the
+// same group.instance.id. After a broker restart librdkafka 2.11 can fence a
+// lone static member as if by a twin; the new member takes its place (the
+// partitions held count as lost: their batch is dropped and read again). A
+// real twin fences it again, and then this instance stops (Poll): its
+// transactional.id was taken too.
+func (g *Group) rejoin(cause kafka.Error) error {
+	g.log.Warn("the consumer was fenced as a static group member; rejoining with the same group.instance.id (after a broker restart librdkafka can fence a lone member; an instance with the same identity would fence this one again, and then it stops)",
+		zap.Error(cause))
+	if len(g.assigned) > 0 {
+		if err := g.rb.Revoked(partitions(g.assigned), true); err != nil {
+			return err
+		}
+		g.assigned = nil
+	}
+	old := g.c
+	go old.Close() // a fenced client may never finish leaving; the new one does not wait for it
+	c, err := kafka.NewConsumer(consumerConfig(g.p))
+	if err != nil {
+		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
+	}
+	g.c, g.rejoined = c, time.Now()
+	if err := c.SubscribeTopics(g.topics, g.rebalance); err != nil {
+		return fmt.Errorf("%w: subscribing the new consumer to %v: %w", engine.ErrFatal, g.topics, err)
+	}
+	return nil
 }
 
 func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
@@ -46,6 +93,11 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 			g.fail(fmt.Errorf("%w: assigning partitions %v: %w", engine.ErrFatal, e.Partitions, err))
 			return err
 		}
+		if cooperative {
+			g.assigned = append(g.assigned, e.Partitions...)
+		} else {
+			g.assigned = e.Partitions
+		}
 		if err := g.rb.Assigned(partitions(e.Partitions)); err != nil {
 			g.fail(err)
 		}
@@ -53,6 +105,9 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		if err := g.rb.Revoked(partitions(e.Partitions), c.AssignmentLost()); err != nil {
 			g.fail(err)
 		}
+		g.assigned = slices.DeleteFunc(g.assigned, func(tp kafka.TopicPartition) bool {
+			return slices.ContainsFunc(e.Partitions, func(r kafka.TopicPartition) bool { return r.Partition == tp.Partition && *r.Topic == *tp.Topic })
+		})
 		var err error
 		if cooperative {
 			err = c.IncrementalUnassign(e.Partitions)
@@ -88,6 +143,9 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 		return toRecord(e), nil
 	case kafka.Error:
 		if e.IsFatal() {
+			if fencedStatic(e) && (g.rejoined.IsZero() || time.Since(g.rejoined) > rejoinWindow) {
+				return nil, g.rejoin(e)
+			}
 			return nil, g.explain("consumer", e)
 		}
 		g.log.Warn("consumer error", zap.Error(e))

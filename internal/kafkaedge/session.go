@@ -33,7 +33,7 @@ type Session struct {
 	p        *config.Pipeline
 	log      *zap.Logger
 	m        *observability.Metrics
-	consumer *kafka.Consumer
+	group    *Group // whose consumer's group metadata goes into each commit
 	producer *kafka.Producer
 	// stuckGrace is the package's stuckGrace, shorter in tests.
 	stuckGrace time.Duration
@@ -58,8 +58,9 @@ func Connect(ctx context.Context, p *config.Pipeline, log *zap.Logger, m *observ
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	s.producer, s.consumer = producer, consumer
-	return &Group{c: consumer, log: log, explain: s.fatalError}, s, nil
+	s.producer = producer
+	s.group = &Group{c: consumer, p: p, log: log, explain: s.fatalError}
+	return s.group, s, nil
 }
 
 // newProducer creates a transactional producer and initialises its
@@ -107,7 +108,7 @@ func (s *Session) Begin(ctx context.Context) error {
 // commits it. A call stuck in either may have committed: its AbortError is
 // Unsure.
 func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
-	meta, err := s.consumer.GetConsumerGroupMetadata()
+	meta, err := s.group.c.GetConsumerGroupMetadata()
 	if err != nil {
 		return fmt.Errorf("%w: reading group metadata: %w", engine.ErrFatal, err)
 	}
@@ -304,9 +305,17 @@ func (s *Session) fatalError(what string, err error) error {
 	if errors.As(err, &kerr) {
 		switch kerr.Code() {
 		case kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch, kafka.ErrFencedInstanceID:
-			return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
-				engine.ErrFatal, what, TransactionalID(s.p), s.p.Name, err)
+			return s.fenced(what, err)
+		}
+		if fencedStatic(kerr) {
+			return s.fenced(what, err)
 		}
 	}
 	return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
+}
+
+// fenced is the error of an instance fenced by another with its identity.
+func (s *Session) fenced(what string, err error) error {
+	return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+		engine.ErrFatal, what, TransactionalID(s.p), s.p.Name, err)
 }
