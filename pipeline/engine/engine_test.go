@@ -56,6 +56,18 @@ func newHarness(t *testing.T, rules dlt.Rules, chain pipeline.Chain, parts ...Pa
 	return h
 }
 
+// filled is a harness whose partitions hold n records each, bounded at
+// their end.
+func filled(t *testing.T, rules dlt.Rules, chain pipeline.Chain, n int, parts ...Partition) *harness {
+	t.Helper()
+	h := newHarness(t, rules, chain, parts...)
+	for _, p := range parts {
+		h.b.write(p, n)
+	}
+	h.untilEnd()
+	return h
+}
+
 // untilEnd bounds the run at the end offsets of the source partitions now.
 func (h *harness) untilEnd() {
 	for _, p := range h.src.initial {
@@ -198,10 +210,7 @@ func TestTheBoundedRunStopsExactlyAtTheEndOffsets(t *testing.T) {
 }
 
 func TestAnAbortedCommitIsRewoundAndReprocessed(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 30)
-	h.b.write(p1, 30)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
 	h.ses.fail = func(n int) (error, bool) {
 		if n == 2 {
 			return &AbortError{Err: errAbort}, false
@@ -221,9 +230,7 @@ func TestAnAbortedCommitIsRewoundAndReprocessed(t *testing.T) {
 }
 
 func TestTheFifthAbortInARowStops(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
-	h.b.write(p0, 10)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 10, p0)
 	h.ses.fail = func(int) (error, bool) { return &AbortError{Err: errAbort}, false }
 	began := h.clock.Now()
 	_, err := h.run(nil)
@@ -243,10 +250,7 @@ func TestTheFifthAbortInARowStops(t *testing.T) {
 // batch resumes from the group's committed offsets, not its own start, or
 // its records would be written twice.
 func TestACommitThatMayHaveCommittedResumesFromTheGroupsOffsets(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 30)
-	h.b.write(p1, 30)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
 	h.ses.fail = func(n int) (error, bool) {
 		if n == 2 {
 			return &AbortError{Err: errors.New("CommitTransaction is still running 15s past its timeout"), Unsure: true}, true
@@ -260,10 +264,7 @@ func TestACommitThatMayHaveCommittedResumesFromTheGroupsOffsets(t *testing.T) {
 }
 
 func TestAnEagerRevokeMidBatchDropsTheBatchAndLosesNothing(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 40)
-	h.b.write(p1, 40)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
 	h.src.script[25] = func(s *source) {
 		s.revoke(p0, p1)
 		if ready, _ := h.m.Readiness(); ready {
@@ -285,10 +286,7 @@ func TestAnEagerRevokeMidBatchDropsTheBatchAndLosesNothing(t *testing.T) {
 // is committed before they are given up (the next owner starts after it),
 // and the partitions kept go on without a rewind.
 func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 40)
-	h.b.write(p1, 40)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
 	h.src.script[25] = func(s *source) {
 		at := s.pos[p1]
 		s.revoke(p1)
@@ -312,10 +310,7 @@ func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
 // A produce that must abort (the local queue did not drain) aborts the
 // transaction; the batch is read again and nothing is lost or doubled.
 func TestAProduceThatMustAbortIsReprocessed(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 30)
-	h.b.write(p1, 30)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
 	h.ses.produceFail = func(n int) error {
 		if n == 10 {
 			return &AbortError{Err: errors.New("producing: Local: Queue full (the local queue did not drain)")}
@@ -334,9 +329,7 @@ func TestAProduceThatMustAbortIsReprocessed(t *testing.T) {
 // A fatal Session error (fenced by a twin, say) stops the run with that
 // error; nothing more is committed.
 func TestAFatalSessionErrorStops(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
-	h.b.write(p0, 30)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0)
 	fenced := fmt.Errorf("%w: CommitTransaction: fenced: another instance started with this one's transactional.id", ErrFatal)
 	h.ses.fail = func(n int) (error, bool) {
 		if n == 2 {
@@ -356,10 +349,7 @@ func TestAFatalSessionErrorStops(t *testing.T) {
 // A lost assignment (the session timed out: another member may own the
 // partitions) drops the batch in hand without committing it.
 func TestALostAssignmentDropsTheBatch(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
-	h.b.write(p0, 40)
-	h.b.write(p1, 40)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
 	h.src.script[25] = func(s *source) {
 		s.lose(p0, p1)
 		s.assign(p0, p1)

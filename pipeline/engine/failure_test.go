@@ -86,9 +86,7 @@ func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
 		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
 	}
 	f := &failing{key: "key-5", times: 3, err: outage}
-	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, p0)
-	h.b.write(p0, 20)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, 20, p0)
 	var during []string
 	f.on = func(attempt int) {
 		ready, why := h.m.Readiness()
@@ -124,9 +122,7 @@ func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
 func TestBlockingModeRetriesInPlaceAndKeepsTheOrder(t *testing.T) {
 	f := &failing{key: "key-4", times: 2, err: poison}
 	rules := dlt.Rules{Blocking: true, Delays: []time.Duration{time.Second, 2 * time.Second}, DeadLetterTopic: dead.Topic}
-	h := newHarness(t, rules, pipeline.Chain{f}, p0)
-	h.b.write(p0, 20)
-	h.untilEnd()
+	h := filled(t, rules, pipeline.Chain{f}, 20, p0)
 	began := h.clock.Now()
 	if _, err := h.run(nil); err != nil {
 		t.Fatal(err)
@@ -143,9 +139,7 @@ func TestBlockingModeRetriesInPlaceAndKeepsTheOrder(t *testing.T) {
 func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
 	f := &failing{key: "key-4", times: 99, err: poison}
 	rules := dlt.Rules{Blocking: true, Delays: []time.Duration{time.Second}, DeadLetterTopic: dead.Topic}
-	h := newHarness(t, rules, pipeline.Chain{f}, p0)
-	h.b.write(p0, 20)
-	h.untilEnd()
+	h := filled(t, rules, pipeline.Chain{f}, 20, p0)
 	if _, err := h.run(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +165,7 @@ func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
 // Without a dead-letter topic nothing can take a poison record: the
 // instance stops, commits nothing past it, and says what to change.
 func TestARecordNothingCanTakeStopsTheInstance(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{&failing{key: "key-9", times: 99, err: poison}}, p0)
-	h.b.write(p0, 20)
-	h.untilEnd()
+	h := filled(t, dlt.Rules{}, pipeline.Chain{&failing{key: "key-9", times: 99, err: poison}}, 20, p0)
 	_, err := h.run(nil)
 	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "raw/0@9: not valid JSON; set errors.dead_letter_topic to keep such records instead of stopping") {
 		t.Fatalf("got %v", err)
