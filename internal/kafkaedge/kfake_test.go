@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
@@ -199,5 +200,64 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 		if n != c.want {
 			t.Errorf("from %+v: %d records, want %d", c.from, n, c.want)
 		}
+	}
+}
+
+// After a call got stuck, Abort replaces the producer: a new one with the
+// same transactional.id, whose initialisation fences the stuck one, and
+// transactions go on with it.
+func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	createTopics(t, bootstrap, "raw", "slim")
+	p := &config.Pipeline{
+		Name: "stuck",
+		Kafka: config.Kafka{
+			BootstrapServers: bootstrap, TransactionalID: "offloader-stuck",
+			Consumer: map[string]string{"enable.metrics.push": "false"},
+			Producer: map[string]string{"enable.metrics.push": "false"},
+		},
+		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-stuck"},
+		SlimTopic: "slim",
+	}
+	m := observability.NewMetrics("stuck")
+	group, session, err := Connect(context.Background(), p, zap.NewNop(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	defer session.Close()
+	old := session.producer
+	if err := session.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan error, 1)
+	returned <- nil // the stuck call returns once the replacement is made
+	session.stuck = &stuckError{what: "CommitTransaction", grace: time.Second, done: returned}
+	if err := session.Abort(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if session.producer == old || session.stuck != nil {
+		t.Fatal("Abort after a stuck call kept the stuck producer")
+	}
+	if got := testutil.ToFloat64(m.StuckProducers); got != 1 {
+		t.Errorf("producers_replaced_total %v, want 1", got)
+	}
+	rec := &pipeline.Record{Value: []byte("after the replacement")}
+	if err := session.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Produce(context.Background(), rec, "slim", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.producer.CommitTransaction(context.Background()); err != nil {
+		t.Fatalf("the new producer's transaction did not commit: %v", err)
+	}
+	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "after the replacement" {
+		t.Errorf("slim holds %v, want the record the new producer committed", got)
 	}
 }
