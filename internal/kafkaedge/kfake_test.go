@@ -27,13 +27,7 @@ import (
 func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 	for _, assignor := range []string{"range", "cooperative-sticky"} {
 		t.Run(assignor, func(t *testing.T) {
-			cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cluster.Close()
-			bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-			createTopics(t, bootstrap, "raw", "slim")
+			bootstrap := startBroker(t, "raw", "slim")
 			const perPartition = 50
 			produce(t, bootstrap, perPartition)
 
@@ -90,6 +84,20 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startBroker starts an in-process broker with topics of 3 partitions, until
+// the test ends, and returns its address.
+func startBroker(t *testing.T, topics ...string) string {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	createTopics(t, bootstrap, topics...)
+	return bootstrap
 }
 
 func createTopics(t *testing.T, bootstrap string, topics ...string) {
@@ -166,13 +174,7 @@ func readCommitted(t *testing.T, bootstrap, topic string, n int) map[int32][]str
 // The Reader (offloader cat, the demo) reads each partition from its start to
 // its end and then says so.
 func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	createTopics(t, bootstrap, "raw")
+	bootstrap := startBroker(t, "raw")
 	produce(t, bootstrap, 20)
 	for _, c := range []struct {
 		from Start
@@ -207,13 +209,7 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 // same transactional.id, whose initialisation fences the stuck one, and
 // transactions go on with it.
 func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	createTopics(t, bootstrap, "raw", "slim")
+	bootstrap := startBroker(t, "raw", "slim")
 	p := &config.Pipeline{
 		Name: "stuck",
 		Kafka: config.Kafka{
