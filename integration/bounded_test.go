@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"strconv"
 	"testing"
@@ -18,7 +17,6 @@ import (
 // stay for the next bounded run, which takes exactly those.
 func TestRunUntilEndStopsAtTheEndOffsets(t *testing.T) {
 	raw, slim, root, cfg := filesystemPipeline(t, "bounded", 3)
-	group := regexp.MustCompile(`group: (\S+)\}`)
 	recs := numberedRecords(3000, 3, 50, 200<<10, 500)
 	produceRecords(t, raw, recs[:2000])
 
@@ -51,11 +49,7 @@ func TestRunUntilEndStopsAtTheEndOffsets(t *testing.T) {
 	if got := consumeAll(t, slim, 2000, 60*time.Second); len(got) != 2000 {
 		t.Errorf("the slim topic holds %d records after the first run, want 2000", len(got))
 	}
-	body, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := committedOffsets(t, group.FindStringSubmatch(string(body))[1], raw, 3); got != 2000 {
+	if got := committedOffsets(t, groupOf(t, cfg), raw, 3); got != 2000 {
 		t.Errorf("the group committed %d offsets after the first run, want 2000", got)
 	}
 

@@ -168,6 +168,20 @@ func filesystemPipeline(t *testing.T, name string, partitions int) (raw, slim, r
 	return raw, slim, root, pipelineFile(t, name, raw, slim, uniqueName(t, "g"), storeYAML, "")
 }
 
+// groupOf is the consumer group a pipeline file written by pipelineFile names.
+func groupOf(t *testing.T, cfg string) string {
+	t.Helper()
+	body, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`group: (\S+)\}`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("%s names no group", cfg)
+	}
+	return string(m[1])
+}
+
 // sourceRecord is what the tests produce to the raw topic.
 type sourceRecord struct {
 	partition int32

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +16,7 @@ import (
 // identity, and goes on: every record once, no exit.
 func TestAFencedStaticMemberRejoinsOnce(t *testing.T) {
 	raw, slim, root, cfg := filesystemPipeline(t, "static", 2)
-	body, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	group := regexp.MustCompile(`group: (\S+)\}`).FindStringSubmatch(string(body))[1]
+	group := groupOf(t, cfg)
 	txid := uniqueName(t, "tx")
 	recs := numberedRecords(2000, 2, 10, 100<<10, 1000)
 	produceRecords(t, raw, recs[:1000])
