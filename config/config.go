@@ -76,6 +76,31 @@ type Kafka struct {
 type Source struct {
 	Topics []string `key:"topics" required:"true"`
 	Group  string   `key:"group" required:"true"`
+	// StartFrom is where the group starts in a partition it has no committed
+	// offset for (its first run): earliest (the whole history; the default,
+	// also when empty), latest (only records written from then on) or an
+	// RFC 3339 time (the first record at or after it).
+	StartFrom string `key:"start_from"`
+}
+
+// Start positions of a new group.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// Start is StartFrom with its default filled in.
+func (s Source) Start() string {
+	if s.StartFrom == "" {
+		return StartEarliest
+	}
+	return s.StartFrom
+}
+
+// StartTime is StartFrom as a time, when it is one.
+func (s Source) StartTime() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, s.StartFrom)
+	return t, err == nil
 }
 
 // Commit sets the transaction cadence: a batch is committed when it holds

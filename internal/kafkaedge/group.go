@@ -82,6 +82,10 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	cooperative := c.GetRebalanceProtocol() == "COOPERATIVE"
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
+		if err := g.startNew(c, e.Partitions); err != nil {
+			g.fail(fmt.Errorf("%w: choosing where the group starts (source.start_from): %w", engine.ErrFatal, err))
+			return err
+		}
 		var err error
 		if cooperative {
 			err = c.IncrementalAssign(e.Partitions)
@@ -117,6 +121,75 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		if err != nil {
 			g.fail(fmt.Errorf("%w: unassigning partitions %v: %w", engine.ErrFatal, e.Partitions, err))
 			return err
+		}
+	}
+	return nil
+}
+
+// startNew sets where each source partition of tps that the group has no
+// committed offset for starts, as source.start_from says, and logs it with
+// the records that means: a new group fronting a topic with history copies
+// that history with earliest, none of it with latest. Partitions with a
+// committed offset resume from it.
+func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
+	var src []kafka.TopicPartition
+	for _, tp := range tps {
+		if slices.Contains(g.p.Source.Topics, *tp.Topic) {
+			src = append(src, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	committed, err := c.Committed(src, 30000)
+	if err != nil {
+		return fmt.Errorf("reading the group's committed offsets: %w", err)
+	}
+	var fresh []kafka.TopicPartition
+	for _, tp := range committed {
+		if tp.Error == nil && tp.Offset < 0 {
+			fresh = append(fresh, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	start := g.p.Source.Start()
+	if at, isTime := g.p.Source.StartTime(); isTime {
+		for i := range fresh {
+			fresh[i].Offset = kafka.Offset(at.UnixMilli())
+		}
+		if fresh, err = c.OffsetsForTimes(fresh, 30000); err != nil {
+			return fmt.Errorf("looking up the offsets of %s: %w", start, err)
+		}
+	}
+	starts := map[string]string{}
+	var records int64
+	for i, tp := range fresh {
+		low, high, err := c.QueryWatermarkOffsets(*tp.Topic, tp.Partition, 30000)
+		if err != nil {
+			return fmt.Errorf("reading the offsets of %s[%d]: %w", *tp.Topic, tp.Partition, err)
+		}
+		from := low
+		switch {
+		case start == config.StartLatest:
+			from = high
+		case start != config.StartEarliest && tp.Offset >= 0:
+			from = int64(tp.Offset)
+		case start != config.StartEarliest:
+			from = high // no record at or after the time
+		}
+		fresh[i].Offset = kafka.Offset(from)
+		records += high - from
+		starts[fmt.Sprintf("%s[%d]", *tp.Topic, tp.Partition)] = fmt.Sprintf("offset %d, %d records to the end", from, high-from)
+	}
+	g.log.Info("the group has no committed offset for these partitions: starting as source.start_from says",
+		zap.String("start_from", start), zap.Int64("records", records), zap.Any("partitions", starts))
+	for i := range tps {
+		for _, f := range fresh {
+			if f.Partition == tps[i].Partition && *f.Topic == *tps[i].Topic {
+				tps[i].Offset = f.Offset
+			}
 		}
 	}
 	return nil
