@@ -17,8 +17,11 @@ import (
 
 // Metrics are the pipeline's Prometheus metrics, labelled by pipeline name.
 type Metrics struct {
-	Registry       *prometheus.Registry
-	RecordsIn      prometheus.Counter
+	Registry  *prometheus.Registry
+	RecordsIn prometheus.Counter
+	// RecordsReread counts records consumed again after a rewind or a
+	// rebalance dropped their batch (RecordsIn counts each record once).
+	RecordsReread  prometheus.Counter
 	RecordsOut     prometheus.Counter
 	RecordsDropped prometheus.Counter
 	Offloaded      prometheus.Counter
@@ -28,7 +31,7 @@ type Metrics struct {
 	TxnCommits     prometheus.Counter
 	TxnAborts      prometheus.Counter
 	StuckProducers prometheus.Counter
-	DeadLettered   prometheus.Counter
+	DeadLettered   *prometheus.CounterVec // by failure class
 	// ReservedHeaders counts retry headers (__offloader.retry.*) found on
 	// source records and removed: only retry topics may carry them.
 	ReservedHeaders prometheus.Counter
@@ -40,6 +43,7 @@ type Metrics struct {
 	SlowStoreCalls    prometheus.Gauge
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
+	pipeline          string
 	// pausedFor is why the pipeline is paused (empty: it is not); /readyz
 	// answers 503 with it for as long as the pause lasts.
 	pausedFor atomic.Pointer[string]
@@ -55,8 +59,10 @@ func NewMetrics(pipeline string) *Metrics {
 		return c
 	}
 	m := &Metrics{
+		pipeline:        pipeline,
 		Registry:        reg,
-		RecordsIn:       f("records_in_total", "Records consumed from the source topics."),
+		RecordsIn:       f("records_in_total", "Records consumed from the source and retry topics, each once: a record read again after a rewind counts in records_reread_total instead."),
+		RecordsReread:   f("records_reread_total", "Records consumed again after a rewind (an aborted transaction, a pause, a blocking retry) or a rebalance dropped their batch."),
 		RecordsOut:      f("records_out_total", "Records produced in committed transactions (to the slim topic, or a retry or dead-letter topic)."),
 		RecordsDropped:  f("records_dropped_total", "Records the chain filtered out (their offsets are committed)."),
 		Offloaded:       f("offloaded_records_total", "Records whose value went to a payload store."),
@@ -65,7 +71,6 @@ func NewMetrics(pipeline string) *Metrics {
 		TxnCommits:      f("transactions_committed_total", "Kafka transactions committed."),
 		TxnAborts:       f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
 		StuckProducers:  f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout (its open transaction aborted, its batch was reprocessed)."),
-		DeadLettered:    f("dead_lettered_records_total", "Records sent to the dead-letter topic (in the transaction that commits their offsets)."),
 		ReservedHeaders: f("reserved_headers_stripped_total", "Retry headers (__offloader.retry.*) on source records, ignored and removed: only the pipeline's retry topics may carry them."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
@@ -75,8 +80,12 @@ func NewMetrics(pipeline string) *Metrics {
 			Namespace: "offloader", Name: "transaction_commit_seconds", Help: "Time to commit a transaction (offsets and records).",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
+		DeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "offloader", Name: "dead_lettered_records_total", Help: "Records sent to the dead-letter topic (in the transaction that commits their offsets), by failure class.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}, []string{"class"}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "offloader", Name: "consumer_lag_records", Help: "Records between the committed position and the end of each source partition.",
+			Namespace: "offloader", Name: "consumer_lag_records", Help: "Records between the consumer's position and the end (high watermark) of each partition it holds, refreshed every 5 s.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}, []string{"topic", "partition"}),
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -88,10 +97,20 @@ func NewMetrics(pipeline string) *Metrics {
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}),
 	}
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls)
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.DeadLettered)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m
+}
+
+// SetBuildInfo publishes offloader_build_info{version,commit,librdkafka} 1.
+func (m *Metrics) SetBuildInfo(version, commit, librdkafka string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "build_info", Help: "Always 1; its labels name the build: offloader's version and commit, and the bundled librdkafka's version.",
+		ConstLabels: prometheus.Labels{"pipeline": m.pipeline},
+	}, []string{"version", "commit", "librdkafka"})
+	g.WithLabelValues(version, commit, librdkafka).Set(1)
+	m.Registry.MustRegister(g)
 }
 
 // SetReady marks the pipeline ready (it holds partitions) or not. A pause

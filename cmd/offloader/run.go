@@ -135,6 +135,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	logger = logger.With(zap.String("pipeline", p.Name))
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
 	metrics := observability.NewMetrics(p.Name)
+	metrics.SetBuildInfo(version, commit, kafkaedge.LibraryVersion())
 	if p.Observability.Listen != "" {
 		addr, err := metrics.Serve(ctx, p.Observability.Listen, 2*time.Minute)
 		if err != nil {

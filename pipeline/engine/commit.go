@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 )
@@ -132,7 +133,11 @@ func (e *Engine) count(in, out *pipeline.Record) {
 	t.out++
 	switch {
 	case out.Destination != "" && out.Destination == e.deadLetterTopic:
-		t.deadLettered++
+		if t.deadLettered == nil {
+			t.deadLettered = map[string]int{}
+		}
+		class, _ := out.Header(dlt.HeaderClass)
+		t.deadLettered[string(class)]++
 	case pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header):
 		t.offloaded++
 		t.offloadedBytes += len(in.Value)
@@ -181,7 +186,9 @@ func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
 	e.m.TxnLatency.Observe(took.Seconds())
 	e.m.RecordsOut.Add(float64(t.out))
 	e.m.RecordsDropped.Add(float64(t.dropped))
-	e.m.DeadLettered.Add(float64(t.deadLettered))
+	for class, n := range t.deadLettered {
+		e.m.DeadLettered.WithLabelValues(class).Add(float64(n))
+	}
 	e.m.Offloaded.Add(float64(t.offloaded))
 	e.m.OffloadedBytes.Add(float64(t.offloadedBytes))
 	e.m.Passthrough.Add(float64(t.passthrough))

@@ -160,6 +160,9 @@ type Engine struct {
 	// atEnd are the partitions a bounded run paused at their end offset
 	// (stopAtEnd): every record before it was read.
 	atEnd map[Partition]bool
+	// reread holds, per partition, the position it had when a rewind or a
+	// dropped batch sent it back: records before it are read again.
+	reread map[Partition]int64
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 }
@@ -168,7 +171,7 @@ type Engine struct {
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.held, e.failures = map[Partition]time.Time{}, map[Offset]int{}
+	e.held, e.failures, e.reread = map[Partition]time.Time{}, map[Offset]int{}, map[Partition]int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.until, e.atEnd = map[Partition]int64{}, map[Partition]bool{}
@@ -304,8 +307,40 @@ func (e *Engine) pollOnce() error {
 	}
 	e.batch.note(rec)
 	e.admit(rec)
-	e.m.RecordsIn.Inc()
+	e.countIn(rec)
 	return nil
+}
+
+// countIn counts rec as consumed: new, or read again since a rewind.
+func (e *Engine) countIn(rec *pipeline.Record) {
+	if len(e.reread) > 0 {
+		p := Partition{rec.Topic, rec.Partition}
+		if upTo, ok := e.reread[p]; ok {
+			if rec.Offset < upTo {
+				e.m.RecordsReread.Inc()
+				return
+			}
+			delete(e.reread, p)
+		}
+	}
+	e.m.RecordsIn.Inc()
+}
+
+// markReread notes where parts stood before they were sent back: what they
+// read up to there counts as read again.
+func (e *Engine) markReread(parts []Partition) {
+	positions, err := e.src.Positions(parts)
+	if err != nil {
+		return // only the counting suffers
+	}
+	if e.reread == nil {
+		e.reread = map[Partition]int64{}
+	}
+	for _, o := range positions {
+		if o.Offset > e.reread[o.Partition] {
+			e.reread[o.Partition] = o.Offset
+		}
+	}
 }
 
 // admit adds a consumed record to the batch as the intake lets it in: a

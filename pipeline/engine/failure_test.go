@@ -147,6 +147,9 @@ func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
 	if len(dl) != 1 || string(dl[0].Value) != "raw[0]-4" || header(dl[0], dlt.HeaderAttempts) != "2" || header(dl[0], dlt.HeaderOffset) != "4" {
 		t.Fatalf("dead-letter topic holds %d records (%v), want raw[0]-4 after 2 attempts", len(dl), dl)
 	}
+	if got := testutil.ToFloat64(h.m.DeadLettered.WithLabelValues(string(dlt.Transform))); got != 1 {
+		t.Errorf("dead_lettered_records_total{class=transform} %v, want 1", got)
+	}
 	out := h.b.log(Partition{slim, 0})
 	if len(out) != 19 || h.b.committed[p0] != 20 {
 		t.Errorf("slim topic holds %d records, committed %d; want 19 and 20", len(out), h.b.committed[p0])
