@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,6 +109,32 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		code, stdout, stderr := runCLI(nil, c.args...)
 		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
 			t.Errorf("offloader %v: exit %d, output %q; want exit %d and %q", c.args, code, stdout+stderr, c.code, c.want)
+		}
+	}
+}
+
+// TestValidateChecksClientPropertiesAgainstLibrdkafka: a typo in a librdkafka
+// property fails validate (and so every command that loads the file) with
+// exit 2 and its path, not run with exit 1 and none.
+func TestValidateChecksClientPropertiesAgainstLibrdkafka(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	body := `
+pipelines:
+  payments:
+    kafka:
+      bootstrap_servers: "127.0.0.1:19092"
+      producer: {linger.msx: 5}
+    source: {topics: [payments.raw], group: g}
+    slim_topic: payments.slim
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "check", "run"} {
+		code, _, stderr := runCLI(nil, cmd, "-c", file)
+		want := `pipelines.payments.kafka.producer.linger.msx: librdkafka refuses "5": No such configuration property: "linger.msx"`
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s", cmd, code, exitUsage, want, stderr)
 		}
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/settings"
 )
 
@@ -19,11 +22,17 @@ func validateCommand() *command {
 		help: `
 Loads the pipeline file the way 'run' does (environment interpolation, OFFLOADER_
 overrides, strict keys, defaults, cross-field rules) without connecting to Kafka
-or a store. Exits 0 when the file is valid; otherwise prints every problem, one
-per line with its path in the file, and exits 2:
+or a store, and checks the kafka.consumer and kafka.producer properties against
+the bundled librdkafka (names and values). Exits 0 when the file is valid;
+otherwise prints every problem, one per line with its path in the file, and
+exits 2:
 
   pipelines.orders.stores.blob.container: required
   pipelines.orders.commit.interval: must be a duration with a unit such as 100ms, 30s or 5m, got "fast"
+  pipelines.orders.kafka.producer.linger.msx: librdkafka refuses "5": No such configuration property: "linger.msx"
+
+Every command that reads a pipeline file (run, check, cat) makes the same checks
+first.
 
 --print shows the effective configuration of the chosen pipeline with defaults
 filled in and secrets redacted.`,
@@ -82,6 +91,16 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ})
 	if err != nil {
 		c.reportConfigError(*src.file, err)
+		return nil, exitUsage, false
+	}
+	// The Kafka client properties, as the bundled librdkafka reads them: a
+	// typo fails here with its path, not at run time.
+	var problems settings.Problems
+	for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
+		problems = append(problems, kafkaedge.CheckProperties("pipelines."+name, f.Pipelines[name])...)
+	}
+	if len(problems) > 0 {
+		c.reportConfigError(*src.file, problems)
 		return nil, exitUsage, false
 	}
 	return f, exitOK, true

@@ -1,0 +1,98 @@
+package kafkaedge
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/settings"
+)
+
+// quotedProperty finds the property librdkafka names in a configuration
+// error: `No such configuration property: "linger.msx"`, `Invalid value "x"
+// for configuration property "linger.ms"`.
+var quotedProperty = regexp.MustCompile(`property:? "([^"]+)"`)
+
+// CheckProperties checks a pipeline's kafka.consumer and kafka.producer
+// properties against the bundled librdkafka, without contacting a broker:
+// unknown names and bad values, each reported at its path. A property is
+// checked together with the others of its side, since some are only valid in
+// combination.
+func CheckProperties(path string, p *config.Pipeline) settings.Problems {
+	var problems settings.Problems
+	for _, side := range []struct {
+		name  string
+		props map[string]string
+	}{{"consumer", p.Kafka.Consumer}, {"producer", p.Kafka.Producer}} {
+		props := map[string]string{}
+		for k, v := range side.props {
+			props[k] = v
+		}
+		// Each failure names one property; without it, the others are tried
+		// again, so that every bad one is reported.
+		for len(props) > 0 {
+			msg := tryClient(side.name, props)
+			if msg == "" {
+				break
+			}
+			name := ""
+			if m := quotedProperty.FindStringSubmatch(msg); m != nil {
+				name = m[1]
+			}
+			if _, ours := props[name]; !ours {
+				keys := slices.Sorted(mapKeys(props))
+				problems.Add(path+".kafka."+side.name, "librdkafka refuses these properties (%s): %s", strings.Join(keys, ", "), msg)
+				break
+			}
+			value := props[name]
+			if settings.IsSecret(name) {
+				value = settings.Redacted
+			}
+			problems.Add(path+".kafka."+side.name+"."+name, "librdkafka refuses %q: %s", value, msg)
+			delete(props, name)
+		}
+	}
+	// librdkafka meets the properties in map order: report them by path.
+	slices.SortStableFunc(problems, func(a, b settings.Problem) int { return strings.Compare(a.Path, b.Path) })
+	return problems
+}
+
+// tryClient creates a client of side with props alone, and closes it: no
+// bootstrap servers, so it contacts nothing. It returns librdkafka's error,
+// or "".
+func tryClient(side string, props map[string]string) string {
+	cm := kafka.ConfigMap{"log_level": 0} // the absent bootstrap.servers is no news
+	for k, v := range props {
+		cm[k] = v
+	}
+	var err error
+	if side == "consumer" {
+		cm["group.id"] = "offloader-validate"
+		var c *kafka.Consumer
+		if c, err = kafka.NewConsumer(&cm); err == nil {
+			c.Close()
+		}
+	} else {
+		var pr *kafka.Producer
+		if pr, err = kafka.NewProducer(&cm); err == nil {
+			pr.Close()
+		}
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
