@@ -24,11 +24,13 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 		cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
-		cfg.DisableStacktrace = true
 	default:
 		return nil, fmt.Errorf("log format %q: must be json or console", format)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	// Errors here are operational (a broker away, a store refusing), not
+	// bugs: their message says what happened, a stack trace would not.
+	cfg.DisableStacktrace = true
 	cfg.Sampling = nil
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.ErrorOutputPaths = []string{"stderr"}

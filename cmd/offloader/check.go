@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/observability"
 )
 
 func checkCommand() *command {
@@ -62,13 +63,21 @@ then checks again. 'run' never creates topics.`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			figures, err := kafkaedge.Survey(ctx, p)
+			// The Kafka client's own warnings (a broker that cannot be
+			// reached) go to stderr in the console format.
+			logger, err := observability.NewLogger("console", "warn")
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+				return exitFailure
+			}
+			defer logger.Sync()
+			figures, err := kafkaedge.Survey(ctx, p, logger)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 				return exitFailure
 			}
 			if *create {
-				created, err := kafkaedge.CreateMissing(ctx, p, figures)
+				created, err := kafkaedge.CreateMissing(ctx, p, figures, logger)
 				if err != nil {
 					fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 					return exitFailure
@@ -77,7 +86,7 @@ then checks again. 'run' never creates topics.`,
 					fmt.Fprintf(c.stdout, "created topic %s\n", t)
 				}
 				if len(created) > 0 {
-					if figures, err = kafkaedge.Survey(ctx, p); err != nil {
+					if figures, err = kafkaedge.Survey(ctx, p, logger); err != nil {
 						fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 						return exitFailure
 					}

@@ -146,7 +146,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	topology, err := kafkaedge.Inspect(startCtx, p)
+	topology, err := kafkaedge.Inspect(startCtx, p, logger)
 	if err != nil {
 		return err
 	}

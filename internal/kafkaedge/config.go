@@ -74,6 +74,8 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 		"enable.idempotence": true,
 		// Nothing reads delivery reports: a failed delivery fails the commit.
 		"go.delivery.reports": false,
+		// librdkafka's log goes to the pipeline's logger (logClient).
+		"go.logs.channel.enable": true,
 		// The client's defaults are channels of a million slots, 23 MB of
 		// pointers the garbage collector scans every cycle. Events (client
 		// errors) are drained and logged (logEvents); ProduceChannel is unused.
@@ -99,5 +101,6 @@ func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
 		"isolation.level":          "read_committed",
 		"enable.auto.commit":       false,
 		"enable.auto.offset.store": false,
+		"go.logs.channel.enable":   true,
 	})
 }

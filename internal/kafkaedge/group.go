@@ -71,6 +71,7 @@ func (g *Group) rejoin(cause kafka.Error) error {
 	if err != nil {
 		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
 	}
+	go logClient(g.log, c.Logs())
 	g.c, g.rejoined = c, time.Now()
 	if err := c.SubscribeTopics(g.topics, g.rebalance); err != nil {
 		return fmt.Errorf("%w: subscribing the new consumer to %v: %w", engine.ErrFatal, g.topics, err)

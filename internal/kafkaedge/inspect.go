@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -70,8 +71,8 @@ func (f *Figures) limitOf(t TopicInfo) engine.Limit {
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
 // when topics are missing or the slim topic has fewer partitions than a source
 // topic under partitioning: preserve. It never creates topics.
-func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
-	f, err := Survey(ctx, p)
+func Inspect(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Topology, error) {
+	f, err := Survey(ctx, p, log)
 	if err != nil {
 		return nil, err
 	}
@@ -106,30 +107,46 @@ func Inspect(ctx context.Context, p *config.Pipeline) (*Topology, error) {
 	return t, nil
 }
 
-// adminClient returns an admin client with the consumer's connection settings.
-func adminClient(p *config.Pipeline) (*kafka.AdminClient, error) {
-	adminCfg := kafka.ConfigMap{}
+// admin is an admin client on a producer handle of its own, whose
+// librdkafka log goes to the pipeline's logger.
+type admin struct {
+	*kafka.AdminClient
+	producer *kafka.Producer
+}
+
+func (a admin) Close() {
+	a.AdminClient.Close()
+	a.producer.Close()
+}
+
+// adminClient returns an admin client with the consumer's connection
+// settings, and only those.
+func adminClient(p *config.Pipeline, log *zap.Logger) (admin, error) {
+	cfg := kafka.ConfigMap{"go.logs.channel.enable": true, "go.delivery.reports": false}
 	for k, v := range *consumerConfig(p) {
-		switch k {
-		case "group.id", "group.instance.id", "isolation.level", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-			"max.poll.interval.ms", "fetch.queue.backoff.ms":
-		default:
-			adminCfg[k] = v
+		if isAdminSetting(k) {
+			cfg[k] = v
 		}
 	}
-	admin, err := kafka.NewAdminClient(&adminCfg)
+	producer, err := kafka.NewProducer(&cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating the admin client: %w", err)
+		return admin{}, fmt.Errorf("creating the admin client: %w", err)
 	}
-	return admin, nil
+	go logClient(log, producer.Logs())
+	a, err := kafka.NewAdminClientFromProducer(producer)
+	if err != nil {
+		producer.Close()
+		return admin{}, fmt.Errorf("creating the admin client: %w", err)
+	}
+	return admin{AdminClient: a, producer: producer}, nil
 }
 
 // Survey reads, through the admin API, every figure the limit check needs:
 // partition counts and effective max.message.bytes and retention.ms of the
 // source, slim, retry and dead-letter topics (missing topics are marked, not
 // errors), the broker's message.max.bytes, and the client settings.
-func Survey(ctx context.Context, p *config.Pipeline) (*Figures, error) {
-	admin, err := adminClient(p)
+func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures, error) {
+	admin, err := adminClient(p, log)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/transforms"
@@ -229,9 +230,14 @@ func CheckLimits(f *Figures) ([]Row, []Problem) {
 // CreateMissing creates the slim, retry and dead-letter topics that do not exist,
 // with as many partitions as the largest source topic and a max.message.bytes
 // that fits what CheckLimits says they may get. It returns the topics created.
-func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures) ([]string, error) {
+func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures, log *zap.Logger) ([]string, error) {
 	partitions := 1
 	for _, s := range f.Sources {
+		if !s.Exists {
+			// The topics created take their partition count and limits from the
+			// sources: created now, they would be wrong.
+			return nil, fmt.Errorf("source topic %s does not exist, so nothing was created (the slim, retry and dead-letter topics take their partitions and limits from it): create it, or fix source.topics, and run check --create-missing again", s.Name)
+		}
 		partitions = max(partitions, s.Partitions)
 	}
 	largest := map[string]int{}
@@ -245,7 +251,7 @@ func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures) ([]strin
 	if len(largest) == 0 {
 		return nil, nil
 	}
-	admin, err := adminClient(p)
+	admin, err := adminClient(p, log)
 	if err != nil {
 		return nil, err
 	}

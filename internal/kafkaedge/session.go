@@ -58,6 +58,7 @@ func Connect(ctx context.Context, p *config.Pipeline, log *zap.Logger, m *observ
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
+	go logClient(log, consumer.Logs())
 	s.producer = producer
 	s.group = &Group{c: consumer, p: p, log: log, explain: s.fatalError}
 	return s.group, s, nil
@@ -72,6 +73,7 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
 	}
 	go s.logEvents(producer)
+	go logClient(s.log, producer.Logs())
 	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	deadline, _ := initCtx.Deadline()
