@@ -258,9 +258,29 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		Logger:             logger,
 		Metrics:            metrics,
 	}, group, session)
+	storeTypes := map[string]string{}
+	for name, s := range p.Stores {
+		storeTypes[name] = s.Type
+	}
+	threshold := "none (no offload step)"
+	for i, step := range p.Transforms {
+		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok {
+			o, _ := chain[i].(*transforms.Offload)
+			if o == nil {
+				break // a gated step: its threshold was logged when it was built
+			}
+			threshold = fmt.Sprintf("%d bytes (threshold: %s", o.Threshold(), cfg.Threshold)
+			if cfg.Threshold.IsAuto() {
+				threshold += fmt.Sprintf(", from %s less %s of headroom", topology.SlimLimit().Gate, transforms.AutoThresholdHeadroom)
+			}
+			threshold += ")"
+			break
+		}
+	}
 	logger.Info("pipeline running",
-		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group),
-		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)))
+		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", p.Source.Start()),
+		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)),
+		zap.String("offload_threshold", threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
 	rep, err := eng.Run(ctx)
 	if errors.Is(err, engine.ErrFatal) {
 		metrics.SetHealthy(false)

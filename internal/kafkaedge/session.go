@@ -87,16 +87,19 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 }
 
 // logEvents logs the producer's client errors (a broker going away, say) until
-// the producer closes. The transactional calls report what they mean for a
-// batch; these say why.
+// the producer closes, each kind once per repeatWindow with a count. The
+// transactional calls report what they mean for a batch; these say why.
 func (s *Session) logEvents(producer *kafka.Producer) {
+	var once repeats
 	for ev := range producer.Events() {
 		if e, ok := ev.(kafka.Error); ok {
 			level := zap.WarnLevel
 			if e.IsFatal() {
 				level = zap.ErrorLevel
 			}
-			s.log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()))
+			if log, suppressed := once.log(e.Error()); log || e.IsFatal() {
+				s.log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()), zap.Int("repeated_since_last_logged", suppressed))
+			}
 		}
 	}
 }

@@ -19,8 +19,9 @@ type pendingCommit struct {
 	done  chan error
 	start []Offset // each partition's first offset in the batch
 	// settled counts the batch's records per partition consumed, for the
-	// run's report once the commit succeeded.
+	// run's report once the commit succeeded; tally is what it produced.
 	settled map[Partition]int64
+	tally   tally
 }
 
 // flush waits for the batch's transforms, settles the previous commit,
@@ -167,7 +168,7 @@ func (e *Engine) handOff(ctx context.Context, start []Offset) error {
 		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
 	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled()}
+	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled(), tally: t}
 	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
 	go func() { p.done <- e.commit(ctx, offsets, t) }()
 	return nil
@@ -217,6 +218,7 @@ func (e *Engine) settled(ctx context.Context, err error, rewind bool) (aborted b
 		for part, n := range p.settled {
 			e.report.Committed[part] += n
 		}
+		e.total.add(p.tally, e.opts.Now())
 		return false, nil
 	}
 	var abort *AbortError

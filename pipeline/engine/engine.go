@@ -159,7 +159,11 @@ type Engine struct {
 	until    map[Partition]int64
 	// atEnd are the partitions a bounded run paused at their end offset
 	// (stopAtEnd): every record before it was read.
-	atEnd map[Partition]bool
+	atEnd      map[Partition]bool
+	total      totals    // what the run committed
+	progressAt time.Time // when the last progress line was logged
+	progressed int       // total.records then
+	lag        int64     // the last lag figure: records behind, over the partitions held
 	// reread holds, per partition, the position it had when a rewind or a
 	// dropped batch sent it back: records before it are read again.
 	reread map[Partition]int64
@@ -179,11 +183,14 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			e.until[o.Partition] = o.Offset
 		}
 	}
+	began := e.opts.Now()
+	e.progressAt = began
 	defer func() {
 		if closeErr := e.close(err); err == nil {
 			err = closeErr
 		}
 		rep = e.report
+		e.summary(began, err)
 	}()
 	topics := append([]string(nil), e.opts.SourceTopics...)
 	for _, t := range e.policy.Rules().Tiers {
@@ -226,7 +233,11 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			e.report.ReachedEnd = true
 			return rep, nil
 		}
+		if err := e.settleIdle(work); err != nil {
+			return rep, err
+		}
 		e.updateLag()
+		e.progress()
 	}
 	e.log.Info("stopping: committing the batch in hand", zap.Int("records", e.batch.len))
 	if e.batch.len > 0 {
@@ -394,6 +405,21 @@ func (e *Engine) reachedEnd() (bool, error) {
 	return err == nil && !aborted, err
 }
 
+// settleIdle settles a commit that has finished while no batch is in hand,
+// so that an idle instance's figures (progress, report) are up to date.
+func (e *Engine) settleIdle(ctx context.Context) error {
+	if e.pending == nil || e.batch.proc != nil {
+		return nil
+	}
+	select {
+	case err := <-e.pending.done:
+		_, err = e.settled(ctx, err, true)
+		return err
+	default:
+		return nil
+	}
+}
+
 // stopAtEnd pauses the partition of rec, a record at or past its end offset
 // in a bounded run, and seeks back to it: the run commits exactly up to the
 // end, and whoever reads the partition next starts at rec.
@@ -445,9 +471,12 @@ func (e *Engine) updateLag() {
 	for _, h := range highs {
 		high[h.Partition] = h.Offset
 	}
+	var lag int64
 	for _, p := range positions {
 		if h, ok := high[p.Partition]; ok && h >= 0 {
 			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition.Partition)).Set(float64(h - p.Offset))
+			lag += h - p.Offset
 		}
 	}
+	e.lag = lag
 }

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/observability"
@@ -396,6 +399,38 @@ func TestTheMetricsCountCommittedRecords(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
+		}
+	}
+}
+
+// Every 30 s a progress line says what was committed; the end of the run
+// says what it did in all.
+func TestProgressLinesAndTheRunSummary(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{pointers{}}, p0)
+	h.opts.Logger = zap.New(core)
+	h.b.write(p0, 20)
+	began := h.clock.Now()
+	if _, err := h.run(func() bool { return h.clock.Now().Sub(began) > 31*time.Second }); err != nil {
+		t.Fatal(err)
+	}
+	// The fake clock runs on while the test checks for its stop: one line per
+	// 30 s of it.
+	elapsed := h.clock.Now().Sub(began)
+	progress := logs.FilterMessage("progress").All()
+	if n := len(progress); n < 1 || n > int(elapsed/(30*time.Second)) {
+		t.Fatalf("%d progress lines in %s, want one per 30 s", n, elapsed)
+	}
+	if got := progress[len(progress)-1].ContextMap()["records_committed"]; got != int64(20) {
+		t.Errorf("progress says %v records committed, want 20", got)
+	}
+	summary := logs.FilterMessage("run summary").All()
+	if len(summary) != 1 {
+		t.Fatalf("%d run summaries, want 1", len(summary))
+	}
+	for k, want := range map[string]int64{"records_committed": 20, "produced": 20, "offloaded": 10, "offloaded_bytes": 90} {
+		if got := summary[0].ContextMap()[k]; got != want {
+			t.Errorf("run summary %s = %v, want %d", k, got, want)
 		}
 	}
 }
