@@ -24,6 +24,7 @@ import (
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
+	"github.com/offloader/offloader/transforms"
 )
 
 func demoCommand() *command {
@@ -181,6 +182,16 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	}
 	defer logger.Sync()
 	fmt.Fprintf(out, "pipeline    %s (offload, threshold: auto, payloads in %s)\n", file, filepath.Join(dir, "payloads", runID))
+	inspectCtx, cancelInspect := context.WithTimeout(ctx, 30*time.Second)
+	topology, err := kafkaedge.Inspect(inspectCtx, p, logger)
+	cancelInspect()
+	if err != nil {
+		return err
+	}
+	limit := topology.SlimLimit()
+	fmt.Fprintf(out, "threshold   %d bytes: auto is the slim topic's limit, here %s, less %s of headroom;\n"+
+		"            a record over it has its value offloaded (the slim topic gets a pointer), the rest stay inline (as they are)\n",
+		transforms.AutoThreshold(limit.Bytes), limit.Gate, transforms.AutoThresholdHeadroom)
 
 	runCtx, stopPipeline := context.WithCancel(ctx)
 	defer stopPipeline()
@@ -203,7 +214,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	}
 	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": store}})
 	defer res.Close()
-	return demoReport(out, recs, got, res, rawBytes, elapsed)
+	return demoReport(out, recs, got, res, rawBytes, elapsed, file)
 }
 
 func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
@@ -297,7 +308,7 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 
 // demoReport checks that every record arrived once, in order, resolving to its
 // original bytes, and prints what happened.
-func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration) error {
+func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration, next string) error {
 	byKey := make(map[string]int, len(recs))
 	for i, r := range recs {
 		byKey[r.key] = i
@@ -369,6 +380,10 @@ func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *r
 		return fmt.Errorf("%d problems in the round trip (first ones above)", len(problems))
 	}
 	fmt.Fprintf(out, "\nround trip  %d of %d records arrived once, in partition order; every value (pointers resolved) matches its SHA-256\n", len(got), len(recs))
+	fmt.Fprintf(out, "\nnext        offloader validate -c %s --print\n"+
+		"              shows the pipeline this demo ran, every default filled in\n"+
+		"            make demo BOOTSTRAP=host:9092\n"+
+		"              runs it against your cluster; offloader cat -c %[1]s then reads its slim topic\n", next)
 	return nil
 }
 
