@@ -9,6 +9,9 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m
+# gotestsum renders go test's JSON as it comes: a line per test with its
+# result and time, then the totals; it exits as go test does.
+GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 
 .PHONY: build demo bench test unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
 
@@ -25,11 +28,15 @@ demo: build
 bench:
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
 
-## test: vet, format check, unit and integration tests with real Kafka + Azurite,
-## then the coverage of the engine and the failure policy (cover), then each
-## fuzz target for a few seconds.
+## test: vet, format check, unit and integration tests with real Kafka + Azurite
+## (a line per test with its time, the ten slowest at the end), then the
+## coverage of the engine and the failure policy (cover), then each fuzz target
+## for a few seconds.
 test: vet fmt-check
-	scripts/with-services.sh $(GO) test $(TESTFLAGS) ./...
+	@mkdir -p .cache
+	scripts/with-services.sh $(GOTESTSUM) --format testname --jsonfile .cache/test-report.json -- $(TESTFLAGS) ./...
+	@echo "the ten slowest tests:"
+	@$(GOTESTSUM) tool slowest --jsonfile .cache/test-report.json --num 10
 	@$(MAKE) --no-print-directory cover
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
