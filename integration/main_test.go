@@ -41,10 +41,39 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	deleteTestTopics()
 	if binary != "" {
 		os.RemoveAll(filepath.Dir(binary)) // 30 MB per run otherwise left in the temp dir
 	}
 	os.Exit(code)
+}
+
+// deleteTestTopics deletes the topics the tests made (all named it-...), so
+// that a broker that outlives the run does not keep them.
+func deleteTestTopics() {
+	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	if err != nil {
+		return
+	}
+	defer admin.Close()
+	md, err := admin.GetMetadata(nil, true, 10000)
+	if err != nil {
+		return
+	}
+	var topics []string
+	for name := range md.Topics {
+		if strings.HasPrefix(name, "it-") {
+			topics = append(topics, name)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.DeleteTopics(ctx, topics); err != nil {
+		fmt.Fprintf(os.Stderr, "deleting the %d test topics: %v\n", len(topics), err)
+	}
 }
 
 // waitForBroker polls cluster metadata until the broker answers.

@@ -40,7 +40,8 @@ never for production); with --bootstrap it uses your cluster instead.
 It creates a raw and a slim topic (3 partitions each, names with a run id),
 produces a mix of small events, values of a few hundred KiB, multi-MiB values,
 tombstones and headers to the raw topic, writes a pipeline file to DIR/pipeline.yaml
-(offload with threshold: auto to the filesystem store DIR/payloads), runs it until
+(offload with threshold: auto to the filesystem store DIR/payloads, emptied of
+the previous run's payloads first), runs it until
 the slim topic holds every record, stops it as SIGTERM would, and reports:
 records in and out, what was offloaded, raw versus slim bytes, one pointer, and a
 round trip that resolves every pointer and compares SHA-256s with what was produced.
@@ -242,6 +243,10 @@ func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
 func demoPipelineFile(dir, bootstrap, raw, slim, group, runID string) (string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
+	}
+	// Only the latest run's payloads are kept: each run stores 50 MiB.
+	if err := os.RemoveAll(filepath.Join(dir, "payloads")); err != nil {
+		return "", fmt.Errorf("removing the previous demo's payloads: %w", err)
 	}
 	body := fmt.Sprintf(`# Written by offloader demo. Try: offloader validate -c %[1]s --print
 pipelines:
