@@ -138,3 +138,24 @@ pipelines:
 		}
 	}
 }
+
+// TestValidatePrintSaysWhatRunDerives: --print ends with what run derives
+// from the file alone: the instance's identity, the start position, where
+// the threshold comes from.
+func TestValidatePrintSaysWhatRunDerives(t *testing.T) {
+	env := []string{"OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-events-a"}
+	code, stdout, stderr := runCLI(env, "validate", "-c", "../../configs/local-filesystem.yaml", "--print")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"# derived by run:\n",
+		"#   transactional.id and group.instance.id: offloader-events-a\n",
+		"#   a new group starts at: earliest\n",
+		"#   transforms[0] threshold: 256KiB, as set\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--print lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/transforms"
 )
 
 func validateCommand() *command {
@@ -60,12 +62,33 @@ filled in and secrets redacted.`,
 					return exitFailure
 				}
 				c.stdout.Write(out)
+				fmt.Fprint(c.stdout, derived(p))
 				return exitOK
 			}
 			fmt.Fprintf(c.stdout, "%s: valid (%d pipeline%s)\n", *file, len(f.Pipelines), plural(len(f.Pipelines)))
 			return exitOK
 		},
 	}
+}
+
+// derived says, as YAML comments after --print, what run derives from the
+// file without a broker: the instance's identity, where a new group starts,
+// and where the offload threshold comes from.
+func derived(p *config.Pipeline) string {
+	var b strings.Builder
+	b.WriteString("# derived by run:\n")
+	fmt.Fprintf(&b, "#   transactional.id and group.instance.id: %s\n", kafkaedge.TransactionalID(p))
+	fmt.Fprintf(&b, "#   a new group starts at: %s\n", p.Source.Start())
+	for i, step := range p.Transforms {
+		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok {
+			if cfg.Threshold.IsAuto() {
+				fmt.Fprintf(&b, "#   transforms[%d] threshold: auto, the slim topic's limit (the lower of its max.message.bytes and the producer's message.max.bytes) less %s; offloader check shows the figure\n", i, transforms.AutoThresholdHeadroom)
+			} else {
+				fmt.Fprintf(&b, "#   transforms[%d] threshold: %s, as set\n", i, cfg.Threshold)
+			}
+		}
+	}
+	return b.String()
 }
 
 // pipelineSource is the -c and --pipeline flags shared by the commands that read
