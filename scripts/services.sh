@@ -88,9 +88,11 @@ kafka_install() {
 </project>
 EOF
   rm -rf "$kafka_home/libs"
-  mvn -B -q -Dstyle.color=never -f "$kafka_home/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$kafka_home/libs" -DincludeScope=runtime ||
+  # Maven 3.8 writes colour codes even in batch mode: they are filtered out.
+  if ! mvn -B -q -Dstyle.color=never -f "$kafka_home/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$kafka_home/libs" -DincludeScope=runtime 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; then
     die "Maven could not resolve org.apache.kafka:kafka_2.13:$kafka_version (set DEV_KAFKA_VERSION to another 4.x release)"
+  fi
   touch "$kafka_home/libs/.complete"
 }
 
