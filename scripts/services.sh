@@ -4,6 +4,12 @@
 # Azurite's blob service (npm). Everything lands in .cache/ (ignored by git).
 #
 #   scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|all]
+#   scripts/services.sh install tools
+#
+# install tools fetches Kafka's command-line tools of the same release and
+# writes wrappers into .cache/bin (kafka-topics.sh, kafka-configs.sh,
+# kafka-console-consumer.sh, kafka-console-producer.sh,
+# kafka-consumer-groups.sh, kafka-transactions.sh); env puts them on PATH.
 #
 # start keeps the data of an earlier run (a stop and start is like a restart);
 # wipe deletes it (the service must be stopped).
@@ -253,6 +259,54 @@ azurite_start() {
 # it gets 3 s to save its metadata, then SIGKILL, as a matter of course.
 azurite_stop() { stop_pid Azurite "$azurite_state/pid" 3 quietly; }
 
+# ---------------------------------------------------------------- tools
+
+tools_home=$kafka_home/tools
+tools_bin=$cache/bin
+# The tools and the class each wrapper runs (Kafka 4's bin/ scripts run these).
+tools_classes="kafka-topics.sh=org.apache.kafka.tools.TopicCommand
+kafka-configs.sh=org.apache.kafka.tools.ConfigCommand
+kafka-console-consumer.sh=org.apache.kafka.tools.consumer.ConsoleConsumer
+kafka-console-producer.sh=org.apache.kafka.tools.ConsoleProducer
+kafka-consumer-groups.sh=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand
+kafka-transactions.sh=org.apache.kafka.tools.TransactionsCommand"
+
+tools_install() {
+  if [ ! -f "$tools_home/libs/.complete" ]; then
+    command -v mvn >/dev/null || die "mvn not found: Maven is needed to fetch Kafka's tools"
+    log "fetching Apache Kafka $kafka_version command-line tools with Maven into $tools_home/libs"
+    mkdir -p "$tools_home"
+    cat >"$tools_home/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>offloader.test</groupId>
+  <artifactId>kafka-tools</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$kafka_version</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$log4j_version</version></dependency>
+  </dependencies>
+</project>
+EOF
+    rm -rf "$tools_home/libs"
+    if ! mvn -B -q -Dstyle.color=never -f "$tools_home/pom.xml" dependency:copy-dependencies \
+      -DoutputDirectory="$tools_home/libs" -DincludeScope=runtime 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; then
+      die "Maven could not resolve org.apache.kafka:kafka-tools:$kafka_version"
+    fi
+    touch "$tools_home/libs/.complete"
+  fi
+  mkdir -p "$tools_bin"
+  local line name class
+  while IFS= read -r line; do
+    name=${line%%=*} class=${line#*=}
+    printf '#!/usr/bin/env bash\n# Written by scripts/services.sh install tools: Apache Kafka %s %s.\nexec java -Xmx256m -cp "%s/libs/*" %s "$@"\n' \
+      "$kafka_version" "$name" "$tools_home" "$class" >"$tools_bin/$name"
+    chmod +x "$tools_bin/$name"
+  done <<<"$tools_classes"
+  log "Kafka's tools are in $tools_bin (eval \"\$(scripts/services.sh env)\" puts them on PATH)"
+}
+
 # ---------------------------------------------------------------- main
 
 # print_env prints shell exports that point tests and tools at the services.
@@ -261,11 +315,15 @@ print_env() {
   # Azurite's well-known development account; not a secret.
   echo "export TEST_AZURE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$azurite_port/devstoreaccount1;'"
   echo "export TEST_SERVICES_SCRIPT='$root/scripts/services.sh'"
+  # What the example pipeline files in configs/ read.
+  echo "export KAFKA_BOOTSTRAP_SERVERS='127.0.0.1:$kafka_port'"
+  echo "export AZURE_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$azurite_port/devstoreaccount1;'"
+  if [ -d "$tools_bin" ]; then echo "export PATH='$tools_bin':\"\$PATH\""; fi
 }
 
 action=${1:-}
 what=${2:-all}
-case "$what" in kafka | azurite | all) ;; *) die "unknown service '$what' (kafka, azurite or all)" ;; esac
+case "$action/$what" in install/tools | */kafka | */azurite | */all) ;; *) die "unknown service '$what' (kafka, azurite or all; install also takes tools)" ;; esac
 each() { # action
   if [ "$what" = kafka ] || [ "$what" = all ]; then "kafka_$1"; fi
   if [ "$what" = azurite ] || [ "$what" = all ]; then "azurite_$1"; fi
@@ -279,7 +337,7 @@ azurite_wipe() {
   rm -rf "$azurite_state"
 }
 case "$action" in
-install) each install ;;
+install) if [ "$what" = tools ]; then tools_install; else each install; fi ;;
 start) each start ;;
 stop) each stop ;;
 wipe) each wipe ;;
