@@ -22,6 +22,11 @@ var (
 		// postpones the next fetch by this much; its default of 1000 ms starves the
 		// loop after every slow batch (store uploads, commits) once the queue drains.
 		"fetch.queue.backoff.ms": 10,
+		// A consumer whose first metadata said a subscribed topic was
+		// unknown (seen right after a restart, as a static member rejoining
+		// at once) would wait librdkafka's default 5 minutes to look again,
+		// holding no partitions: it looks again within 10 s.
+		"topic.metadata.refresh.interval.ms": 10000,
 	}
 	producerDefaults = kafka.ConfigMap{
 		"linger.ms": 5,

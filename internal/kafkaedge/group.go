@@ -26,8 +26,9 @@ type Group struct {
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
 	assigned []kafka.TopicPartition
-	// rejoined is when a fenced consumer was last replaced (rejoin).
-	rejoined time.Time
+	// rejoined is when a fenced consumer was last replaced (rejoin), and
+	// refreshed when topic metadata was last asked for (refreshMetadata).
+	rejoined, refreshed time.Time
 	// fatal is an error met in the rebalance callback, returned by the next Poll.
 	fatal error
 	// explain turns a fatal client error into the instance's fatal error.
@@ -216,6 +217,12 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 		}
 		return toRecord(e), nil
 	case kafka.Error:
+		if e.Code() == kafka.ErrUnknownTopicOrPart || e.Code() == kafka.ErrUnknownTopic {
+			// A subscribed topic the metadata says is unknown: the sources
+			// were checked at start-up, so ask again at once rather than at
+			// the next periodic refresh; the group rejoins once it sees them.
+			g.refreshMetadata()
+		}
 		if e.IsFatal() {
 			if fencedStatic(e) && (g.rejoined.IsZero() || time.Since(g.rejoined) > rejoinWindow) {
 				return nil, g.rejoin(e)
@@ -225,6 +232,21 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 		g.log.Warn("consumer error", zap.Error(e))
 	}
 	return nil, nil
+}
+
+// refreshMetadata asks the broker for the subscribed topics' metadata, at
+// most once a second; the consumer's cache, and its subscription, take the
+// answer.
+func (g *Group) refreshMetadata() {
+	if time.Since(g.refreshed) < time.Second {
+		return
+	}
+	g.refreshed = time.Now()
+	for _, topic := range g.topics {
+		if _, err := g.c.GetMetadata(&topic, false, 5000); err != nil {
+			g.log.Debug("refreshing topic metadata", zap.String("topic", topic), zap.Error(err))
+		}
+	}
 }
 
 // Pause stops fetching parts.
