@@ -74,32 +74,39 @@ stop_pid() { # name pidfile grace-seconds [then-kill-quietly]
 
 # ---------------------------------------------------------------- Kafka
 
-kafka_install() {
-  if [ -f "$kafka_home/libs/.complete" ]; then return 0; fi
-  command -v mvn >/dev/null || die "mvn not found: Maven is needed to fetch the Kafka broker jars"
-  command -v java >/dev/null || die "java not found: Java 17+ is needed to run the Kafka broker"
-  log "fetching Apache Kafka $kafka_version broker jars with Maven into $kafka_home/libs"
-  mkdir -p "$kafka_home"
-  cat >"$kafka_home/pom.xml" <<EOF
+# maven_fetch DIR ARTIFACT WHAT: copies the runtime jars of Kafka's ARTIFACT
+# (with log4j's slf4j binding) into DIR/libs, unless an earlier fetch finished.
+maven_fetch() {
+  local dir=$1 artifact=$2 what=$3
+  if [ -f "$dir/libs/.complete" ]; then return 0; fi
+  command -v mvn >/dev/null || die "mvn not found: Maven is needed to fetch $what"
+  log "fetching $what with Maven into $dir/libs"
+  mkdir -p "$dir"
+  cat >"$dir/pom.xml" <<EOF
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>offloader.test</groupId>
-  <artifactId>kafka-broker</artifactId>
+  <artifactId>$artifact-jars</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$kafka_version</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>$artifact</artifactId><version>$kafka_version</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$log4j_version</version></dependency>
   </dependencies>
 </project>
 EOF
-  rm -rf "$kafka_home/libs"
+  rm -rf "$dir/libs"
   # Maven 3.8 writes colour codes even in batch mode: they are filtered out.
-  if ! mvn -B -q -Dstyle.color=never -f "$kafka_home/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$kafka_home/libs" -DincludeScope=runtime 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; then
-    die "Maven could not resolve org.apache.kafka:kafka_2.13:$kafka_version (set DEV_KAFKA_VERSION to another 4.x release)"
+  if ! mvn -B -q -Dstyle.color=never -f "$dir/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$dir/libs" -DincludeScope=runtime 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; then
+    die "Maven could not resolve org.apache.kafka:$artifact:$kafka_version (set DEV_KAFKA_VERSION to another 4.x release)"
   fi
-  touch "$kafka_home/libs/.complete"
+  touch "$dir/libs/.complete"
+}
+
+kafka_install() {
+  command -v java >/dev/null || die "java not found: Java 17+ is needed to run the Kafka broker"
+  maven_fetch "$kafka_home" kafka_2.13 "Apache Kafka $kafka_version broker jars"
 }
 
 # The broker and its tools run from the jar folder with the machine's Java.
@@ -272,30 +279,7 @@ kafka-consumer-groups.sh=org.apache.kafka.tools.consumer.group.ConsumerGroupComm
 kafka-transactions.sh=org.apache.kafka.tools.TransactionsCommand"
 
 tools_install() {
-  if [ ! -f "$tools_home/libs/.complete" ]; then
-    command -v mvn >/dev/null || die "mvn not found: Maven is needed to fetch Kafka's tools"
-    log "fetching Apache Kafka $kafka_version command-line tools with Maven into $tools_home/libs"
-    mkdir -p "$tools_home"
-    cat >"$tools_home/pom.xml" <<EOF
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>offloader.test</groupId>
-  <artifactId>kafka-tools</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$kafka_version</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$log4j_version</version></dependency>
-  </dependencies>
-</project>
-EOF
-    rm -rf "$tools_home/libs"
-    if ! mvn -B -q -Dstyle.color=never -f "$tools_home/pom.xml" dependency:copy-dependencies \
-      -DoutputDirectory="$tools_home/libs" -DincludeScope=runtime 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' >&2; then
-      die "Maven could not resolve org.apache.kafka:kafka-tools:$kafka_version"
-    fi
-    touch "$tools_home/libs/.complete"
-  fi
+  maven_fetch "$tools_home" kafka-tools "Apache Kafka $kafka_version command-line tools"
   mkdir -p "$tools_bin"
   local line name class
   while IFS= read -r line; do
