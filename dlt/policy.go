@@ -48,11 +48,6 @@ const (
 	Stop
 )
 
-var actionNames = map[Action]string{Reread: "reread", RetryInPlace: "retry in place", RetryTier: "retry tier",
-	DeadLetter: "dead-letter", Pause: "pause", Stop: "stop"}
-
-func (a Action) String() string { return actionNames[a] }
-
 // Decision is the policy's verdict on one failure.
 type Decision struct {
 	Action Action

@@ -1,6 +1,7 @@
 package kafkaedge
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,7 +44,7 @@ func CheckProperties(path string, p *config.Pipeline) settings.Problems {
 				name = m[1]
 			}
 			if _, ours := props[name]; !ours {
-				keys := slices.Sorted(mapKeys(props))
+				keys := slices.Sorted(maps.Keys(props))
 				problems.Add(path+".kafka."+side.name, "librdkafka refuses these properties (%s): %s", strings.Join(keys, ", "), msg)
 				break
 			}
@@ -85,14 +86,4 @@ func tryClient(side string, props map[string]string) string {
 		return ""
 	}
 	return err.Error()
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
