@@ -304,7 +304,10 @@ func TestForgedRetryHeadersAreStrippedOrDeadLettered(t *testing.T) {
 // A signal stops polling and commits the batch in hand before leaving.
 func TestShutdownCommitsTheBatchInHand(t *testing.T) {
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
+	// No batch bound is reached and the clock stands still: only the
+	// shutdown can commit the batch.
 	h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 1000, MaxBytes: 1 << 30}
+	h.src.frozen = true
 	h.b.write(p0, 30)
 	if _, err := h.run(func() bool { return testutil.ToFloat64(h.m.RecordsIn) == 30 }); err != nil {
 		t.Fatal(err)
