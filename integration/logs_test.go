@@ -18,18 +18,27 @@ func TestTheLogIsOneJSONStream(t *testing.T) {
 		raw, slim, _, cfg := filesystemPipeline(t, "json-"+level, 2)
 		recs := numberedRecords(300, 2, 10, 100<<10, 500)
 		produceRecords(t, raw, recs)
-		d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LOG_FORMAT=json", "OFFLOADER_OBSERVABILITY__LOG_LEVEL="+level,
+		env := []string{"OFFLOADER_OBSERVABILITY__LOG_FORMAT=json", "OFFLOADER_OBSERVABILITY__LOG_LEVEL=" + level,
 			// A consumer setting the admin client does not use: it must not warn.
-			"OFFLOADER_KAFKA__CONSUMER__MAX.PARTITION.FETCH.BYTES=16777216")
+			"OFFLOADER_KAFKA__CONSUMER__MAX.PARTITION.FETCH.BYTES=16777216"}
+		if level == "debug" {
+			// librdkafka's own debug lines, so that some surely pass.
+			env = append(env, "OFFLOADER_KAFKA__CONSUMER__DEBUG=cgrp")
+		}
+		d := startDaemon(t, cfg, env...)
 		consumeAll(t, slim, len(recs), 60*time.Second)
 		if code := d.stop(t, 45*time.Second); code != 0 {
 			t.Fatalf("%s: exit code %d", level, code)
 		}
 		lines := strings.Split(strings.TrimSpace(d.output()), "\n")
+		fromClient := 0
 		for i, line := range lines {
 			var entry map[string]any
 			if err := json.Unmarshal([]byte(line), &entry); err != nil {
 				t.Fatalf("%s: line %d is not JSON: %q", level, i+1, line)
+			}
+			if _, ok := entry["kafka_client"]; ok {
+				fromClient++
 			}
 			if _, ok := entry["stacktrace"]; ok {
 				t.Errorf("%s: line %d carries a stack trace: %q", level, i+1, line)
@@ -40,6 +49,9 @@ func TestTheLogIsOneJSONStream(t *testing.T) {
 		}
 		if len(lines) < 5 {
 			t.Errorf("%s: only %d log lines", level, len(lines))
+		}
+		if level == "debug" && fromClient == 0 {
+			t.Errorf("no librdkafka line reached the log at debug level with debug: cgrp")
 		}
 	}
 }

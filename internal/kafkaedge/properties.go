@@ -65,20 +65,25 @@ func CheckProperties(path string, p *config.Pipeline) settings.Problems {
 // bootstrap servers, so it contacts nothing. It returns librdkafka's error,
 // or "".
 func tryClient(side string, props map[string]string) string {
-	cm := kafka.ConfigMap{"log_level": 0} // the absent bootstrap.servers is no news
+	cm := kafka.ConfigMap{}
 	for k, v := range props {
 		cm[k] = v
 	}
+	// What the client logs (the absent bootstrap.servers; debug lines when
+	// the properties ask for them) is no news here: it is dropped.
+	cm["go.logs.channel.enable"] = true
 	var err error
 	if side == "consumer" {
 		cm["group.id"] = "offloader-validate"
 		var c *kafka.Consumer
 		if c, err = kafka.NewConsumer(&cm); err == nil {
+			go drain(c.Logs())
 			c.Close()
 		}
 	} else {
 		var pr *kafka.Producer
 		if pr, err = kafka.NewProducer(&cm); err == nil {
+			go drain(pr.Logs())
 			pr.Close()
 		}
 	}
@@ -86,4 +91,10 @@ func tryClient(side string, props map[string]string) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// drain discards a client's log until the client closes.
+func drain(events chan kafka.LogEvent) {
+	for range events {
+	}
 }
