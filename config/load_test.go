@@ -145,7 +145,7 @@ pipelines:
     source: {topics: [a], group: g}
     slim_topic: b
     stores:
-      blob: {type: azblob, container: c, connection_string: "AccountKey=hunter4"}
+      blob: {type: azblob, container: payloads, connection_string: "AccountName=a;AccountKey=aHVudGVyNA=="}
     transforms:
       - {type: offload, store: blob}
 `)
@@ -158,7 +158,7 @@ pipelines:
 		t.Fatal(err)
 	}
 	printed := string(out)
-	for _, secret := range []string{"hunter2", "hunter3", "hunter4"} {
+	for _, secret := range []string{"hunter2", "hunter3", "aHVudGVyNA"} {
 		if strings.Contains(printed, secret) {
 			t.Errorf("encoded config shows secret %q: %s", secret, printed)
 		}
@@ -170,7 +170,7 @@ pipelines:
 
 // TestSelectChoosesOnePipeline: one process runs one pipeline.
 func TestSelectChoosesOnePipeline(t *testing.T) {
-	f, err := config.Load("../configs/secured-multi.yaml", config.Options{Environ: []string{"AZURE_STORAGE_CONNECTION_STRING=x"}})
+	f, err := config.Load("../configs/secured-multi.yaml", config.Options{Environ: []string{"AZURE_STORAGE_CONNECTION_STRING=AccountName=a;SharedAccessSignature=sv=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ package settings
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"math"
 	"reflect"
 	"sort"
@@ -355,37 +357,9 @@ func join(path, key string) string {
 
 // suggest names the known key closest to a misspelt one.
 func suggest(unknown string, known map[string]bool) string {
-	if len(unknown) > maxKeyInPath {
-		return "" // no known key is that long; spare the edit distance
-	}
-	best, bestDist := "", 3
-	for k := range known {
-		if dist := editDistance(unknown, k); dist < bestDist || (dist == bestDist && k < best) {
-			best, bestDist = k, dist
-		}
-	}
+	best := Closest(unknown, slices.Collect(maps.Keys(known)))
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -8,6 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
 )
@@ -15,7 +18,7 @@ import (
 func checkCommand() *command {
 	return &command{
 		name:    "check",
-		summary: "check a pipeline's topics and size limits against each other and the broker",
+		summary: "check a pipeline's topics, size limits and payload stores: will run start and work?",
 		usage:   "-c FILE [--pipeline NAME] [--create-missing]",
 		help: `
 Reads, through the admin API, the broker's message.max.bytes and the partition
@@ -43,9 +46,19 @@ dead-letter topic gets a pointer to it. So with an offload step those topics nee
 only room for a pointer with error headers (the table asks for the offload
 threshold plus error headers); without one they need the source's size.
 It prints a table (topic, gate, limit, largest record, verdict), then each problem
-with the change that fixes it. Exit 0 when everything fits, 1 when something does
-not or a topic is missing. 'offloader run' makes the same check at start-up and
+with the change that fixes it. 'offloader run' makes the same check at start-up and
 refuses to start on a problem unless the pipeline sets limits: warn.
+
+Then it tries each payload store the way run uses it: it opens the store as
+run does at start-up (a missing container is created only when the store sets
+create_container: true), and for each offload step writing to it writes a
+small probe object under the step's key prefix, reads it back, compares it and
+deletes it; a store only read (by rehydrate) gets one read. A second table
+shows each store's checks, then each problem with its fix (a missing container,
+credentials without write or read permission, a store that cannot be reached).
+
+Exit 0 when every limit fits and every store works, 1 when something does not,
+a topic is missing or Kafka cannot be reached.
 
 --create-missing creates the missing slim, retry and dead-letter topics with as
 many partitions as the largest source topic and a max.message.bytes that fits,
@@ -71,35 +84,47 @@ then checks again. 'run' never creates topics.`,
 				return exitFailure
 			}
 			defer logger.Sync()
-			figures, err := kafkaedge.Survey(ctx, p, logger)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-				return exitFailure
+			code = exitOK
+			if !surveyKafka(ctx, c, p, logger, *create) {
+				code = exitFailure
 			}
-			if *create {
-				created, err := kafkaedge.CreateMissing(ctx, p, figures, logger)
-				if err != nil {
-					fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-					return exitFailure
-				}
-				for _, t := range created {
-					fmt.Fprintf(c.stdout, "created topic %s\n", t)
-				}
-				if len(created) > 0 {
-					if figures, err = kafkaedge.Survey(ctx, p, logger); err != nil {
-						fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-						return exitFailure
-					}
-				}
-			}
-			rows, problems := kafkaedge.CheckLimits(figures)
-			printLimits(c.stdout, rows, problems)
+			rows, problems := checkStores(ctx, p)
+			printStores(c.stdout, rows, problems)
 			if len(problems) > 0 {
-				return exitFailure
+				code = exitFailure
 			}
-			return exitOK
+			return code
 		},
 	}
+}
+
+// surveyKafka prints the limit table (creating missing topics first when
+// create is set), and reports whether every limit fits.
+func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Logger, create bool) bool {
+	figures, err := kafkaedge.Survey(ctx, p, logger)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+		return false
+	}
+	if create {
+		created, err := kafkaedge.CreateMissing(ctx, p, figures, logger)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+			return false
+		}
+		for _, t := range created {
+			fmt.Fprintf(c.stdout, "created topic %s\n", t)
+		}
+		if len(created) > 0 {
+			if figures, err = kafkaedge.Survey(ctx, p, logger); err != nil {
+				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+				return false
+			}
+		}
+	}
+	rows, problems := kafkaedge.CheckLimits(figures)
+	printLimits(c.stdout, rows, problems)
+	return len(problems) == 0
 }
 
 func printLimits(w io.Writer, rows []kafkaedge.Row, problems []kafkaedge.Problem) {

@@ -61,12 +61,12 @@ func TestValidateRejectsEveryInvalidFile(t *testing.T) {
 // TestValidatePrintRedactsSecrets: --print shows the effective config without
 // the connection string or passwords it was given.
 func TestValidatePrintRedactsSecrets(t *testing.T) {
-	env := []string{"AZURE_STORAGE_CONNECTION_STRING=AccountKey=topsecretkey", "KAFKA_PASSWORD=hunter2"}
+	env := []string{"AZURE_STORAGE_CONNECTION_STRING=AccountName=a;AccountKey=dG9wc2VjcmV0a2V5", "KAFKA_PASSWORD=hunter2"}
 	code, stdout, stderr := runCLI(env, "validate", "-c", "../../configs/secured-multi.yaml", "--pipeline", "invoices", "--print")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, secret := range []string{"topsecretkey", "hunter2"} {
+	for _, secret := range []string{"dG9wc2VjcmV0a2V5", "hunter2"} {
 		if strings.Contains(stdout, secret) {
 			t.Errorf("--print shows secret %q", secret)
 		}
@@ -114,8 +114,8 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 // TestValidateChecksClientPropertiesAgainstLibrdkafka: a typo in a librdkafka
-// property fails validate (and so every command that loads the file) with
-// exit 2 and its path, not run with exit 1 and none.
+// property or a bad value fails validate (and so every command that loads
+// the file) with exit 2 and its path, not run with exit 1 and none.
 func TestValidateChecksClientPropertiesAgainstLibrdkafka(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "p.yaml")
 	body := `
@@ -123,7 +123,7 @@ pipelines:
   payments:
     kafka:
       bootstrap_servers: "127.0.0.1:19092"
-      producer: {linger.msx: 5}
+      producer: {linger.msx: 5, compression.type: brotli}
     source: {topics: [payments.raw], group: g}
     slim_topic: payments.slim
 `
@@ -132,10 +132,47 @@ pipelines:
 	}
 	for _, cmd := range []string{"validate", "check", "run"} {
 		code, _, stderr := runCLI(nil, cmd, "-c", file)
-		want := `pipelines.payments.kafka.producer.linger.msx: librdkafka refuses "5": No such configuration property: "linger.msx"`
-		if code != exitUsage || !strings.Contains(stderr, want) {
-			t.Errorf("%s: exit %d, want %d and %q:\n%s", cmd, code, exitUsage, want, stderr)
+		for _, want := range []string{
+			"pipelines.payments.kafka.producer.linger.msx: unknown librdkafka property; did you mean linger.ms?",
+			`pipelines.payments.kafka.producer.compression.type: librdkafka refuses "brotli": Invalid value "brotli" for configuration property`,
+		} {
+			if code != exitUsage || !strings.Contains(stderr, want) {
+				t.Errorf("%s: exit %d, want %d and %q:\n%s", cmd, code, exitUsage, want, stderr)
+			}
 		}
+	}
+}
+
+// TestValidateParsesStoreSettings: a malformed connection string and a bad
+// container name are found by validate, at their paths, without quoting the
+// secret.
+func TestValidateParsesStoreSettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	body := `
+pipelines:
+  payments:
+    kafka: {bootstrap_servers: "127.0.0.1:19092"}
+    source: {topics: [payments.raw], group: g}
+    slim_topic: payments.slim
+    stores:
+      blob: {type: azblob, connection_string: "${CONN}", container: Payloads_2026}
+    transforms:
+      - {type: offload, store: blob}
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI([]string{"CONN=AccountName=acct;AccountKey=s3cr3t!!"}, "validate", "-c", file)
+	for _, want := range []string{
+		"pipelines.payments.stores.blob.connection_string: AccountKey is not base64",
+		`pipelines.payments.stores.blob.container: "Payloads_2026" is not a container name`,
+	} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want %d and %q:\n%s%s", code, exitUsage, want, stdout, stderr)
+		}
+	}
+	if strings.Contains(stderr, "s3cr3t") {
+		t.Errorf("the problem quotes the account key:\n%s", stderr)
 	}
 }
 

@@ -43,7 +43,8 @@ func CheckProperties(path string, p *config.Pipeline) settings.Problems {
 			if m := quotedProperty.FindStringSubmatch(msg); m != nil {
 				name = m[1]
 			}
-			if _, ours := props[name]; !ours {
+			name, ours := namedIn(props, name)
+			if !ours {
 				keys := slices.Sorted(maps.Keys(props))
 				problems.Add(path+".kafka."+side.name, "librdkafka refuses these properties (%s): %s", strings.Join(keys, ", "), msg)
 				break
@@ -52,7 +53,14 @@ func CheckProperties(path string, p *config.Pipeline) settings.Problems {
 			if settings.IsSecret(name) {
 				value = settings.Redacted
 			}
-			problems.Add(path+".kafka."+side.name+"."+name, "librdkafka refuses %q: %s", value, msg)
+			switch near := closestProperty(side.name, name); {
+			case isUnknownProperty(msg) && near != "":
+				problems.Add(path+".kafka."+side.name+"."+name, "unknown librdkafka property; did you mean %s?", near)
+			case isUnknownProperty(msg):
+				problems.Add(path+".kafka."+side.name+"."+name, "unknown librdkafka property (librdkafka %s lists its properties in CONFIGURATION.md)", LibraryVersion())
+			default:
+				problems.Add(path+".kafka."+side.name+"."+name, "librdkafka refuses %q: %s", value, msg)
+			}
 			delete(props, name)
 		}
 	}

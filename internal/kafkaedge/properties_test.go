@@ -12,13 +12,14 @@ import (
 func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
 	p := &config.Pipeline{Kafka: config.Kafka{
 		Consumer: map[string]string{"fetch.queue.backoff.ms": "10", "session.timeout.ms": "soon"},
-		Producer: map[string]string{"linger.msx": "5", "compression.type": "lz4", "acks": "all", "sasl.passwordx": "hunter2"},
+		Producer: map[string]string{"linger.msx": "5", "compression.type": "lz4", "acks": "all", "sasl.passwordx": "hunter2", "zzz.nothing.like.it": "1"},
 	}}
 	problems := CheckProperties("pipelines.p", p)
 	want := []string{
 		`pipelines.p.kafka.consumer.session.timeout.ms: librdkafka refuses "soon": Invalid value for configuration property "session.timeout.ms"`,
-		`pipelines.p.kafka.producer.linger.msx: librdkafka refuses "5": No such configuration property: "linger.msx"`,
-		`pipelines.p.kafka.producer.sasl.passwordx: librdkafka refuses "[redacted]": No such configuration property: "sasl.passwordx"`,
+		`pipelines.p.kafka.producer.linger.msx: unknown librdkafka property; did you mean linger.ms?`,
+		`pipelines.p.kafka.producer.sasl.passwordx: unknown librdkafka property; did you mean sasl.password?`,
+		`pipelines.p.kafka.producer.zzz.nothing.like.it: unknown librdkafka property (librdkafka 2.`,
 	}
 	if len(problems) != len(want) {
 		t.Fatalf("got %d problems, want %d:\n%s", len(problems), len(want), problems)

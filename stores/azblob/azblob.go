@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -67,8 +68,17 @@ const (
 	maxBlocks        = 50000
 )
 
+// containerName is the Blob service's rule for container names.
+var containerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
+	if c.ConnectionString != "" {
+		checkConnectionString(path+".connection_string", c.ConnectionString, problems)
+	}
+	if c.Container != "" && !containerName.MatchString(c.Container) || strings.Contains(c.Container, "--") {
+		problems.Add(path+".container", "%q is not a container name: 3 to 63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit", c.Container)
+	}
 	if c.BlockSize < 64*settings.KiB || c.BlockSize > maxBlockSize {
 		problems.Add(path+".block_size", "must be between 64KiB and 4000MiB, got %s", c.BlockSize)
 	}
@@ -155,10 +165,11 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 func (s *Store) fail(op, key string, err error) error {
 	kind := stores.Retryable
 	var re *azcore.ResponseError
+	isResponse := errors.As(err, &re)
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound):
 		kind = stores.NotFound
-	case errors.As(err, &re):
+	case isResponse:
 		switch {
 		case re.StatusCode == http.StatusNotFound && !bloberror.HasCode(err, bloberror.ContainerNotFound):
 			kind = stores.NotFound
@@ -170,8 +181,24 @@ func (s *Store) fail(op, key string, err error) error {
 	case errors.Is(err, context.Canceled):
 		kind = stores.Canceled
 	}
+	if isResponse {
+		err = serviceError{re}
+	}
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
 }
+
+// serviceError is the service's refusal in one line: the SDK's own message
+// spans a dozen lines of response dump, in every log line and check table.
+type serviceError struct{ re *azcore.ResponseError }
+
+func (e serviceError) Error() string {
+	if e.re.ErrorCode == "" {
+		return fmt.Sprintf("HTTP %d", e.re.StatusCode)
+	}
+	return fmt.Sprintf("HTTP %d %s", e.re.StatusCode, e.re.ErrorCode)
+}
+
+func (e serviceError) Unwrap() error { return e.re }
 
 func (s *Store) invalid(op, key string, err error) error {
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: stores.Permanent, Err: err}

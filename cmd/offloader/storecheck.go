@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/transforms"
+)
+
+// storeRow is one line of check's store table.
+type storeRow struct {
+	store, typ, check, verdict string
+}
+
+// storeProblem is a store that will not work, and what fixes it.
+type storeProblem struct {
+	what, fix string
+}
+
+// checkStores opens each of the pipeline's stores as run does at start-up
+// (creating a missing container when the store allows it) and probes it as
+// the pipeline uses it: a store an offload step writes to gets a probe
+// object written, read back and deleted under the step's key prefix; a
+// store that is only read (rehydrate) gets a read of a key that is not there.
+// Each store has errors.store_budget for all of it.
+func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []storeProblem) {
+	prefixes := writePrefixes(p)
+	var rows []storeRow
+	var problems []storeProblem
+	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+		spec := p.Stores[name]
+		sctx, cancel := context.WithTimeout(ctx, p.Errors.StoreBudget)
+		s, err := stores.Open(sctx, name, spec.Type, spec.Config)
+		if err != nil {
+			cancel()
+			rows = append(rows, storeRow{name, spec.Type, "open", "FAILS"})
+			problems = append(problems, storeProblem{err.Error(), openFix(err)})
+			continue
+		}
+		rows = append(rows, storeRow{name, spec.Type, "open", "ok"})
+		if len(prefixes[name]) == 0 {
+			_, err := s.Stat(sctx, name+"/offloader-probe-absent")
+			switch {
+			case err == nil || errors.Is(err, stores.ErrNotFound):
+				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "ok"})
+			default:
+				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "FAILS"})
+				problems = append(problems, storeProblem{err.Error(), accessFix("read", name)})
+			}
+		}
+		for _, prefix := range prefixes[name] {
+			check := "write, read back, delete under " + prefix + "/"
+			left, err := stores.Probe(sctx, s, prefix)
+			var pe *stores.ProbeError
+			switch {
+			case errors.As(err, &pe):
+				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
+				problems = append(problems, storeProblem{fmt.Sprintf("store %q: %v", name, err), probeFix(pe, name, prefix)})
+			case err != nil:
+				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
+				problems = append(problems, storeProblem{err.Error(), accessFix("write", name)})
+			case left != "":
+				rows = append(rows, storeRow{name, spec.Type, check, "ok (could not delete " + left + ": run does not need to)"})
+			default:
+				rows = append(rows, storeRow{name, spec.Type, check, "ok"})
+			}
+		}
+		s.Close()
+		cancel()
+	}
+	return rows, problems
+}
+
+// writePrefixes is, per store, the key prefixes the pipeline's offload steps
+// write under.
+func writePrefixes(p *config.Pipeline) map[string][]string {
+	out := map[string][]string{}
+	for _, step := range p.Transforms {
+		if c, ok := step.Config.(*transforms.OffloadConfig); ok {
+			prefix := c.Prefix
+			if prefix == "" {
+				prefix = p.Name
+			}
+			if !slices.Contains(out[c.Store], prefix) {
+				out[c.Store] = append(out[c.Store], prefix)
+			}
+		}
+	}
+	return out
+}
+
+func openFix(err error) string {
+	if stores.IsRetryable(err) {
+		return "make the store reachable from here (address, DNS, firewall, the service itself) and run check again"
+	}
+	return "correct the store's settings as the error says; a missing container: create it, or set create_container: true so that run creates it"
+}
+
+func probeFix(pe *stores.ProbeError, name, prefix string) string {
+	switch {
+	case stores.IsRetryable(pe.Err):
+		return "make the store reachable from here and run check again"
+	case pe.Step == "compare":
+		return fmt.Sprintf("store %q returned other bytes than were written: look for a proxy or a second writer in between", name)
+	case pe.Step == "get":
+		return accessFix("read", name)
+	}
+	return accessFix("write", name) + " under " + prefix + "/"
+}
+
+func accessFix(what, name string) string {
+	role := map[string]string{
+		"write": "Azure: the role Storage Blob Data Contributor, or a SAS with the permissions r, c and w; filesystem: write permission on its root",
+		"read":  "Azure: the role Storage Blob Data Reader, or a SAS with the permission r; filesystem: read permission on its root",
+	}[what]
+	return fmt.Sprintf("give store %q's credentials %s access (%s)", name, what, role)
+}
+
+func printStores(w io.Writer, rows []storeRow, problems []storeProblem) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STORE\tTYPE\tCHECK\tVERDICT")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.store, r.typ, r.check, r.verdict)
+	}
+	tw.Flush()
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "\nevery store works")
+		return
+	}
+	fmt.Fprintf(w, "\n%d store problem%s:\n", len(problems), plural(len(problems)))
+	for _, p := range problems {
+		fmt.Fprintf(w, "- %s\n  fix: %s\n", p.what, p.fix)
+	}
+}
