@@ -21,9 +21,9 @@ package settings
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"

@@ -91,4 +91,6 @@ func closestProperty(side, name string) string {
 }
 
 // isUnknownProperty tells librdkafka's "no such property" error.
-func isUnknownProperty(msg string) bool { return strings.Contains(msg, "No such configuration property") }
+func isUnknownProperty(msg string) bool {
+	return strings.Contains(msg, "No such configuration property")
+}
