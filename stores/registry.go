@@ -15,6 +15,29 @@ type Backend struct {
 	NewConfig func() any
 	// Open connects to the store. name is the store's name in the pipeline file.
 	Open func(ctx context.Context, name string, config any) (Store, error)
+	// Spec turns a store given on a command line (the SPEC of
+	// --store NAME=TYPE:SPEC) into its settings, as the YAML would give them.
+	Spec func(spec string) (map[string]any, error)
+	// SpecForm shows what Spec takes, for --help and errors.
+	SpecForm string
+}
+
+// FromSpec builds the decoded config of a store given as TYPE:SPEC on a
+// command line. Problems carry path.
+func FromSpec(path, typ, spec string) (any, error) {
+	b, ok := Backends.Lookup(typ)
+	if !ok || b.Spec == nil {
+		return nil, fmt.Errorf("%s: unknown store type %q (known: %v)", path, typ, Backends.Types())
+	}
+	raw, err := b.Spec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; want %s:%s", path, err, typ, b.SpecForm)
+	}
+	cfg := b.NewConfig()
+	if problems := settings.Decode(path, raw, cfg); len(problems) > 0 {
+		return nil, problems.Err()
+	}
+	return cfg, nil
 }
 
 // Backends is the registry of store types.

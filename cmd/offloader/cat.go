@@ -2,101 +2,204 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
-	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
 )
 
 func catCommand() *command {
 	return &command{
 		name:    "cat",
-		summary: "print a topic's records with pointers resolved, like kcat for slim topics",
-		usage:   "-c FILE [--pipeline NAME] [--topic T] [--from beginning|end|offset:N|time:RFC3339] [--count N] [--format json|raw] [--no-resolve]",
+		summary: "print a topic's records with pointers resolved and verified, like kcat for slim topics",
+		usage:   "[-F FILE] [-b BROKERS] -t TOPIC [-p N] [-o START] [-c COUNT] [-f FORMAT] [--meta] [--store NAME=TYPE:SPEC]",
 		help: `
 Reads a topic (read_committed, without joining a consumer group or committing
-anything) and prints each record with pointers resolved through the pipeline's
-stores: sizes and SHA-256 verified, codecs undone. The pipeline file gives the
-bootstrap servers, the client settings and the store definitions; --topic
-defaults to the pipeline's slim topic; give the dead-letter topic's name to
-look at failures (a dead-letter record whose key or headers were too large
-points to the whole original record, printed as its JSON: see
-docs/pointer-format.md).
+anything) and prints each record with pointers resolved: the payload fetched
+from its store, its size and SHA-256 verified, the codec undone.
 
-A record whose pointer cannot be resolved (missing object, wrong checksum,
-forged pointer) does not stop the listing: in json it is printed with its
-stored value and an "error" member, in raw the error goes to stderr. --no-resolve
-prints every record as stored, pointers as their JSON, and needs no store.
-
---from: beginning (default), end (only new records; implies --follow),
-offset:N (each partition from offset N), time:2026-11-29T10:00:00Z.
+Where to read, with kcat's flags:
+  -b BROKERS      bootstrap servers (default: the pipeline file's)
+  -X PROP=VALUE   a librdkafka consumer property (security.protocol, sasl.*), repeatable
+  -t TOPIC        the topic (default: the pipeline file's slim topic)
+  -p N            only partition N (repeatable; default: every partition)
+  -o START        beginning (default), end (only new records: keeps reading),
+                  N (offset N in each partition), -N (the last N records of
+                  each partition), @TIME (the first record at or after TIME:
+                  RFC 3339 such as @2026-11-29T10:00:00Z, or milliseconds
+                  since the epoch such as @1764410400000)
+  -c COUNT        stop after COUNT records (as -c FILE, a pipeline file)
+  --follow        keep reading at the end until interrupted
 Without --follow it stops once it has reached the end of every partition.
 
---format json (default): one JSON object per line with topic, partition,
-offset, timestamp, key, headers, value (UTF-8 text, or base64 with
-"value_encoding":"base64"), size and the pointer it came from. raw: the values
-alone, each followed by a newline.
+Where the payloads are, either or both:
+  -F FILE [--pipeline NAME]   the pipeline file: brokers, client settings, stores
+  --store NAME=TYPE:SPEC      a store by the name pointers use, repeatable:
+                              blob=azblob:CONNECTION_STRING|CONTAINER
+                              local=filesystem:/var/lib/offloader/payloads
+
+What to print:
+  --format json   (default) one JSON object per line: topic, partition,
+                  offset, timestamp, key, headers, value, size, sha256, and
+                  the pointer the value came from. Text is a JSON string; a
+                  key, header value or value that is not UTF-8 is base64 with
+                  "key_encoding", "value_encoding": "base64" beside it.
+  --format raw    the values alone, each followed by a newline.
+  -f FORMAT       kcat's format string: %t topic, %p partition, %o offset,
+                  %T timestamp (ms), %k key, %K key size, %s value, %S value
+                  size, %h headers (name=value,...), %P pointer (store/key, or
+                  nothing), %% a percent sign; \n \t \r \\ escapes. Keys and
+                  headers are printed escaped (\xNN for a byte that is not
+                  printable text, \\ for a backslash), so that nothing is mangled.
+  --meta          metadata only: pointer fields and sizes, no payload is
+                  fetched and no store is needed.
+  --payload-dir DIR
+                  write each value over --inline-max or not UTF-8 to a file in
+                  DIR (named TOPIC-PARTITION-OFFSET) and print its path
+                  instead. On a terminal this happens anyway, into a new
+                  temporary directory, so that megabytes of payload never
+                  scroll past; piped, values are printed whole unless DIR is given.
+
+A record whose pointer cannot be resolved (missing object, wrong checksum,
+forged pointer, a store not given) does not stop the listing: in json it is
+printed with its stored value and an "error" member, otherwise the error goes
+to stderr. --no-resolve prints every record as stored, pointers as their JSON.
 
 Exit 1 when a record could not be resolved (after printing the rest; use
 --not-found skip or pointer to accept missing objects) or Kafka failed, 2 on
-bad flags.`,
+bad flags.
+
+Examples:
+  offloader cat -b 127.0.0.1:19092 -t payments.slim --meta -o -5
+  offloader cat -F pipeline.yaml -p 0 -o 120 -c 10 -f '%o %k %S\n'
+  offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloads --payload-dir out/`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("cat"))
-			src := c.pipelineFlags(fs)
-			o := catOptions{}
-			fs.StringVar(&o.topic, "topic", "", "topic to read (default: the pipeline's slim topic)")
-			fs.StringVar(&o.from, "from", "beginning", "where to start: beginning, end, offset:N or time:RFC3339")
-			fs.IntVar(&o.count, "count", 0, "stop after this many records (0: no limit)")
-			fs.StringVar(&o.format, "format", "json", "json or raw")
+			o := catOptions{props: map[string]string{}}
+			var file, pipelineName, from, format, notFound, maxSize, inlineMax, fmtString string
+			var count countOrFile
+			fs.StringVar(&file, "F", "", "pipeline `FILE` (YAML): brokers, client settings, stores")
+			fs.Var(&count, "c", "stop after `COUNT` records (a value that is not a number is a pipeline FILE, as for the other commands)")
+			fs.StringVar(&pipelineName, "pipeline", "", "pipeline `NAME`; optional when the file defines one")
+			fs.StringVar(&o.bootstrap, "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
+			fs.Func("X", "librdkafka consumer `PROP=VALUE`, repeatable", func(s string) error {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("want PROP=VALUE, got %q", s)
+				}
+				o.props[k] = v
+				return nil
+			})
+			fs.StringVar(&o.topic, "t", "", "`TOPIC` to read (default: the pipeline's slim topic)")
+			fs.StringVar(&o.topic, "topic", "", "the same as -t")
+			fs.Func("p", "only partition `N`, repeatable", func(s string) error {
+				n, err := strconv.ParseInt(s, 10, 32)
+				if err != nil || n < 0 {
+					return fmt.Errorf("want a partition number, got %q", s)
+				}
+				o.partitions = append(o.partitions, int32(n))
+				return nil
+			})
+			fs.StringVar(&from, "o", "beginning", "`START`: beginning, end, N, -N or @TIME")
+			fs.StringVar(&from, "from", "beginning", "the same as -o (also offset:N and time:RFC3339)")
+			fs.IntVar(&o.count, "count", 0, "the same as -c COUNT (0: no limit)")
+			fs.StringVar(&format, "format", "json", "json or raw")
+			fs.StringVar(&fmtString, "f", "", "kcat `FORMAT` string, such as '%t[%p]@%o %k %S\\n'")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading at the end of the topic until interrupted")
-			fs.StringVar(&o.notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
+			fs.BoolVar(&o.meta, "meta", false, "metadata only: pointer fields and sizes, fetch no payload")
+			fs.StringVar(&notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
 			fs.BoolVar(&o.noResolve, "no-resolve", false, "print records as stored, pointers unresolved")
-			maxSize := fs.String("max-size", "64MiB", "refuse payloads larger than this")
+			fs.Func("store", "a payload store `NAME=TYPE:SPEC`, repeatable (blob=azblob:CONNSTR|CONTAINER, local=filesystem:DIR)", func(s string) error {
+				name, rest, ok := strings.Cut(s, "=")
+				typ, spec, ok2 := strings.Cut(rest, ":")
+				if !ok || !ok2 || name == "" {
+					return fmt.Errorf("want NAME=TYPE:SPEC such as blob=azblob:CONNSTR|CONTAINER, got a value without %s", map[bool]string{true: "TYPE:", false: "NAME="}[ok])
+				}
+				cfg, err := stores.FromSpec("--store "+name, typ, spec)
+				if err != nil {
+					return err
+				}
+				o.stores = append(o.stores, givenStore{name, typ, cfg})
+				return nil
+			})
+			fs.StringVar(&o.payloadDir, "payload-dir", "", "write large or binary values to files in `DIR`")
+			fs.StringVar(&inlineMax, "inline-max", "64KiB", "with --payload-dir: the largest value printed in place")
+			fs.StringVar(&maxSize, "max-size", "64MiB", "refuse payloads larger than this")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			policy, ok := map[string]resolver.NotFound{"error": resolver.NotFoundError, "skip": resolver.NotFoundSkip, "pointer": resolver.NotFoundKeepPointer}[o.notFound]
-			size, err := settings.ParseSize(*maxSize)
+			if count.file != "" {
+				file = count.file
+			} else if count.set {
+				o.count = count.n
+			}
+			policy, ok := map[string]resolver.NotFound{"error": resolver.NotFoundError, "skip": resolver.NotFoundSkip, "pointer": resolver.NotFoundKeepPointer}[notFound]
+			size, sizeErr := settings.ParseSize(maxSize)
+			inline, inlineErr := settings.ParseSize(inlineMax)
+			start, fromErr := parseStart(from)
+			var err error
 			switch {
 			case !ok:
-				return c.usageError(fs, "--not-found must be error, skip or pointer, got %q", o.notFound)
-			case err != nil:
-				return c.usageError(fs, "--max-size: %v", err)
-			case o.format != "json" && o.format != "raw":
-				return c.usageError(fs, "--format must be json or raw, got %q", o.format)
+				return c.usageError(fs, "--not-found must be error, skip or pointer, got %q", notFound)
+			case sizeErr != nil:
+				return c.usageError(fs, "--max-size: %v", sizeErr)
+			case inlineErr != nil:
+				return c.usageError(fs, "--inline-max: %v", inlineErr)
+			case fromErr != nil:
+				return c.usageError(fs, "-o: %v", fromErr)
+			case format != "json" && format != "raw":
+				return c.usageError(fs, "--format must be json or raw, got %q", format)
 			case o.count < 0:
-				return c.usageError(fs, "--count must not be negative")
+				return c.usageError(fs, "-c must not be negative")
+			case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
+				return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 			}
-			if _, err := parseFrom(o.from); err != nil {
-				return c.usageError(fs, "--from: %v", err)
+			if o.printer, err = newPrinter(format, fmtString, c.stdout); err != nil {
+				return c.usageError(fs, "-f: %v", err)
 			}
-			p, code, ok := c.loadPipeline(fs.Name(), src)
-			if !ok {
-				return code
+			o.from, o.inlineMax = start, int(inline)
+			if file == "" && o.bootstrap == "" {
+				return c.usageError(fs, "say where to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
+			}
+			var p *config.Pipeline
+			if file != "" {
+				var code int
+				if p, code, ok = c.loadPipeline(fs.Name(), pipelineSource{file: &file, name: &pipelineName}); !ok {
+					return code
+				}
+				if o.bootstrap == "" {
+					o.bootstrap = p.Kafka.BootstrapServers
+				}
+				if o.topic == "" {
+					o.topic = p.SlimTopic
+				}
+				for k, v := range p.Kafka.Consumer {
+					if _, given := o.props[k]; !given {
+						o.props[k] = v
+					}
+				}
 			}
 			if o.topic == "" {
-				o.topic = p.SlimTopic
+				return c.usageError(fs, "-t TOPIC is required without a pipeline file")
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			var res *resolver.Resolver
-			if !o.noResolve {
-				open, err := p.OpenStores(ctx)
+			if !o.noResolve && !o.meta {
+				open, err := openCatStores(ctx, p, o.stores)
 				if err != nil {
 					fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 					return exitFailure
@@ -104,7 +207,11 @@ bad flags.`,
 				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
 				defer res.Close()
 			}
-			if err := catTopic(ctx, p, res, o, c.stdout, c.stderr); err != nil {
+			if err := o.setPayloadDir(c.stdout, c.stderr); err != nil {
+				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
+				return exitFailure
+			}
+			if err := catTopic(ctx, res, o, c.stderr); err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
 			}
@@ -114,9 +221,45 @@ bad flags.`,
 }
 
 type catOptions struct {
-	topic, from, format, notFound string
-	count                         int
-	follow, noResolve             bool
+	bootstrap, topic        string
+	props                   map[string]string
+	partitions              []int32
+	from                    kafkaedge.Start
+	count                   int
+	follow, noResolve, meta bool
+	stores                  []givenStore // from --store
+	printer                 printer
+	payloadDir              string
+	inlineMax               int
+}
+
+// givenStore is a store given with --store.
+type givenStore struct {
+	name, typ string
+	config    any
+}
+
+// countOrFile is cat's -c: kcat's record count, or, when it is not a
+// number, the pipeline file that -c names for every other command.
+type countOrFile struct {
+	n    int
+	file string
+	set  bool
+}
+
+func (c *countOrFile) String() string { return "" }
+
+func (c *countOrFile) Set(s string) error {
+	c.set = true
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return fmt.Errorf("a count must not be negative, got %d", n)
+		}
+		c.n = n
+		return nil
+	}
+	c.file = s
+	return nil
 }
 
 // usageError reports a bad flag value with exit code 2.
@@ -125,40 +268,105 @@ func (c *cli) usageError(fs *flag.FlagSet, format string, args ...any) int {
 	return exitUsage
 }
 
-func parseFrom(s string) (kafkaedge.Start, error) {
+// parseStart reads -o (and the older --from forms offset:N and time:T).
+func parseStart(s string) (kafkaedge.Start, error) {
 	switch {
 	case s == "beginning":
 		return kafkaedge.Start{Offset: kafkaedge.Beginning}, nil
 	case s == "end":
 		return kafkaedge.Start{Offset: kafkaedge.End}, nil
 	case strings.HasPrefix(s, "offset:"):
-		n, err := strconv.ParseInt(strings.TrimPrefix(s, "offset:"), 10, 64)
-		if err != nil || n < 0 {
-			return kafkaedge.Start{}, fmt.Errorf("offset:N needs a non-negative number, got %q", s)
-		}
-		return kafkaedge.Start{Offset: n}, nil
+		return parseStart(strings.TrimPrefix(s, "offset:"))
 	case strings.HasPrefix(s, "time:"):
-		t, err := time.Parse(time.RFC3339, strings.TrimPrefix(s, "time:"))
+		return parseStart("@" + strings.TrimPrefix(s, "time:"))
+	case strings.HasPrefix(s, "@"), strings.HasPrefix(s, "s@"):
+		at := s[strings.Index(s, "@")+1:]
+		if ms, err := strconv.ParseInt(at, 10, 64); err == nil && ms >= 0 {
+			return kafkaedge.Start{Time: time.UnixMilli(ms)}, nil
+		}
+		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			return kafkaedge.Start{}, fmt.Errorf("time: needs an RFC 3339 time such as 2026-11-29T10:00:00Z, got %q", s)
+			return kafkaedge.Start{}, fmt.Errorf("@TIME needs an RFC 3339 time such as @2026-11-29T10:00:00Z or milliseconds since the epoch, got %q", s)
 		}
 		return kafkaedge.Start{Time: t}, nil
 	}
-	return kafkaedge.Start{}, fmt.Errorf("want beginning, end, offset:N or time:RFC3339, got %q", s)
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil:
+		return kafkaedge.Start{}, fmt.Errorf("want beginning, end, N, -N or @TIME, got %q", s)
+	case n < 0:
+		return kafkaedge.Start{Tail: -n}, nil
+	}
+	return kafkaedge.Start{Offset: n}, nil
 }
 
-// catTopic prints the topic's records, resolved through res (nil: as stored).
-// A record that does not resolve is printed with its error and the listing
-// goes on; the error returned then counts them.
-func catTopic(ctx context.Context, p *config.Pipeline, res *resolver.Resolver, o catOptions, out, errOut io.Writer) error {
-	from, _ := parseFrom(o.from)
-	r, err := kafkaedge.OpenReader(p.Kafka.BootstrapServers, p.Kafka.Consumer, o.topic, from, o.follow)
+// openCatStores opens the pipeline file's stores and those given with
+// --store (which win on a name both have).
+func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) (map[string]stores.Store, error) {
+	open := map[string]stores.Store{}
+	if p != nil {
+		var err error
+		if open, err = p.OpenStores(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, spec := range given {
+		name := spec.name
+		s, err := stores.Open(ctx, name, spec.typ, spec.config)
+		if err != nil {
+			for _, o := range open {
+				o.Close()
+			}
+			return nil, fmt.Errorf("--store %s: %w", name, err)
+		}
+		if old, ok := open[name]; ok {
+			old.Close()
+		}
+		open[name] = s
+	}
+	return open, nil
+}
+
+// setPayloadDir decides where large and binary values go: the directory
+// given, or, on a terminal, a new temporary one.
+func (o *catOptions) setPayloadDir(out, errOut io.Writer) error {
+	if o.payloadDir != "" {
+		return os.MkdirAll(o.payloadDir, 0o750)
+	}
+	if o.meta || !isTerminal(out) {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "offloader-cat-")
+	if err != nil {
+		return err
+	}
+	o.payloadDir = dir
+	fmt.Fprintf(errOut, "offloader cat: values over %d bytes or not UTF-8 go to files in %s (--payload-dir to choose)\n", o.inlineMax, dir)
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// catTopic prints the topic's records, resolved through res (nil: as
+// stored). A record that does not resolve is printed with its error and the
+// listing goes on; the error returned then counts them.
+func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
+	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{
+		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
+		Partitions: o.partitions, From: o.from, Follow: o.follow,
+	})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	printed, failed := 0, 0
-	enc := json.NewEncoder(out)
 	for o.count == 0 || printed < o.count {
 		rec, err := r.Next(ctx, 200*time.Millisecond)
 		if errors.Is(err, kafkaedge.ErrEnd) || (err != nil && ctx.Err() != nil) {
@@ -170,23 +378,34 @@ func catTopic(ctx context.Context, p *config.Pipeline, res *resolver.Resolver, o
 		if rec == nil {
 			continue
 		}
-		result := resolver.Result{Value: rec.Value}
+		shown := shownRecord{Record: rec, value: rec.Value}
 		var resolveErr error
-		if res != nil {
+		switch {
+		case o.meta:
+			shown.pointer, resolveErr = pointerOf(rec.Value, rec.Header)
+		case res != nil:
+			var result resolver.Result
 			result, resolveErr = res.Resolve(ctx, rec.Value, rec.Header)
+			if result.Skipped {
+				continue
+			}
+			if resolveErr == nil {
+				shown.value, shown.pointer, shown.codec = result.Value, result.Pointer, result.Codec
+			}
 		}
 		if resolveErr != nil {
 			failed++
-			result = resolver.Result{Value: rec.Value}
+			shown.err = resolveErr
 			fmt.Fprintf(errOut, "offloader cat: %s[%d]@%d: %v\n", o.topic, rec.Partition, rec.Offset, resolveErr)
 		}
-		if result.Skipped {
-			continue
-		}
-		if resolveErr == nil || o.format == "json" {
-			if err := printRecord(out, enc, o.format, rec, result, resolveErr); err != nil {
+		if !o.meta && o.payloadDir != "" {
+			if shown.file, err = o.spill(rec.Topic, rec.Partition, rec.Offset, shown.value); err != nil {
 				return err
 			}
+		}
+		shown.meta = o.meta
+		if err := o.printer.print(shown); err != nil {
+			return err
 		}
 		printed++
 	}
@@ -196,59 +415,18 @@ func catTopic(ctx context.Context, p *config.Pipeline, res *resolver.Resolver, o
 	return nil
 }
 
-type catRecord struct {
-	Topic         string           `json:"topic"`
-	Partition     int32            `json:"partition"`
-	Offset        int64            `json:"offset"`
-	Timestamp     int64            `json:"timestamp"`
-	Key           *string          `json:"key"`
-	Headers       []catHeader      `json:"headers"`
-	Value         *string          `json:"value"`
-	ValueEncoding string           `json:"value_encoding,omitempty"`
-	Size          int              `json:"size"`
-	Pointer       *pointer.Pointer `json:"pointer,omitempty"`
-	Codec         string           `json:"inline_codec,omitempty"`
-	// Error says why the value could not be resolved; Value is then the
-	// stored one.
-	Error string `json:"error,omitempty"`
-}
-
-type catHeader struct {
-	Key   string  `json:"key"`
-	Value *string `json:"value"`
-}
-
-func text(b []byte) *string {
-	if b == nil {
-		return nil
+// pointerOf decodes a record's pointer without fetching its payload (nil
+// for a record that is not a pointer).
+func pointerOf(value []byte, header func(string) ([]byte, bool)) (*pointer.Pointer, error) {
+	if !pointer.IsPointer(header) {
+		return nil, nil
 	}
-	s := string(b)
-	return &s
-}
-
-func printRecord(out io.Writer, enc *json.Encoder, format string, m *pipeline.Record, r resolver.Result, resolveErr error) error {
-	if format == "raw" {
-		if _, err := out.Write(r.Value); err != nil {
-			return err
-		}
-		_, err := out.Write([]byte("\n"))
-		return err
+	if err := pointer.CheckVersion(header); err != nil {
+		return nil, err
 	}
-	rec := catRecord{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset,
-		Timestamp: m.Timestamp.UnixMilli(), Key: text(m.Key), Size: len(r.Value), Pointer: r.Pointer, Codec: r.Codec, Headers: []catHeader{}}
-	for _, h := range m.Headers {
-		rec.Headers = append(rec.Headers, catHeader{Key: h.Key, Value: text(h.Value)})
+	p, err := pointer.Decode(value)
+	if err != nil {
+		return nil, err
 	}
-	if resolveErr != nil {
-		rec.Error = resolveErr.Error()
-	}
-	switch {
-	case r.Value == nil:
-	case utf8.Valid(r.Value):
-		rec.Value = text(r.Value)
-	default:
-		v := base64.StdEncoding.EncodeToString(r.Value)
-		rec.Value, rec.ValueEncoding = &v, "base64"
-	}
-	return enc.Encode(rec)
+	return &p, nil
 }

@@ -273,7 +273,10 @@ pipelines:
 // demoConsume reads the slim topic (read_committed) until it holds n records,
 // then one more second so that duplicates would show.
 func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDone <-chan error) ([]*pipeline.Record, error) {
-	r, err := kafkaedge.OpenReader(bootstrap, map[string]string{"enable.metrics.push": "false"}, topic, kafkaedge.Start{Offset: kafkaedge.Beginning}, true)
+	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{
+		Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"},
+		Topic: topic, From: kafkaedge.Start{Offset: kafkaedge.Beginning}, Follow: true,
+	})
 	if err != nil {
 		return nil, err
 	}

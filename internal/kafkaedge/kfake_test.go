@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,8 +180,9 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 	for _, c := range []struct {
 		from Start
 		want int
-	}{{Start{Offset: Beginning}, 60}, {Start{Offset: 15}, 15}} {
-		r, err := OpenReader(bootstrap, map[string]string{"enable.metrics.push": "false"}, "raw", c.from, false)
+		only []int32
+	}{{Start{Offset: Beginning}, 60, nil}, {Start{Offset: 15}, 15, nil}, {Start{Tail: 3}, 9, nil}, {Start{Tail: 3}, 3, []int32{1}}, {Start{Offset: Beginning}, 40, []int32{0, 2}}} {
+		r, err := OpenReader(ReaderOptions{Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"}, Topic: "raw", Partitions: c.only, From: c.from})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +197,12 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 			}
 			if want := fmt.Sprintf("%d-%d", rec.Partition, rec.Offset); string(rec.Value) != want {
 				t.Fatalf("record %s[%d]@%d holds %q", rec.Topic, rec.Partition, rec.Offset, rec.Value)
+			}
+			if c.only != nil && !slices.Contains(c.only, rec.Partition) {
+				t.Fatalf("from %+v of partitions %v: read partition %d", c.from, c.only, rec.Partition)
+			}
+			if c.from.Tail > 0 && rec.Offset < 20-c.from.Tail {
+				t.Fatalf("the last %d records: read offset %d of 20", c.from.Tail, rec.Offset)
 			}
 			n++
 		}

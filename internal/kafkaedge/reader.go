@@ -12,10 +12,13 @@ import (
 )
 
 // Start is where a Reader begins in each partition: at the beginning, at
-// the end, at an offset, or at the first record at or after a time.
+// the end, at an offset, the last Tail records, or at the first record at or
+// after a time.
 type Start struct {
 	// Offset is an offset, or Beginning or End.
 	Offset int64
+	// Tail, when above 0, starts that many records before the end.
+	Tail int64
 	// Time, when set, is looked up per partition instead of Offset.
 	Time time.Time
 }
@@ -26,24 +29,37 @@ const (
 	End       = int64(kafka.OffsetEnd)
 )
 
-// Reader reads every partition of one topic, read_committed, from a Start:
-// to the end of each partition, or on (following) until its context ends.
-// It joins no group and commits nothing.
+// ReaderOptions say what a Reader reads.
+type ReaderOptions struct {
+	Bootstrap string
+	// Properties are librdkafka consumer properties (security, SASL, fetch
+	// sizes); nil for none.
+	Properties map[string]string
+	Topic      string
+	// Partitions to read; empty: all of the topic's.
+	Partitions []int32
+	From       Start
+	// Follow keeps reading at the end until the context ends; a start at
+	// End always follows.
+	Follow bool
+}
+
+// Reader reads partitions of one topic, read_committed, from a Start: to the
+// end of each partition, or on (following) until its context ends. It joins
+// no group and commits nothing.
 type Reader struct {
 	c         *kafka.Consumer
 	follow    bool
 	remaining map[int32]bool // partitions not read to their end yet
 }
 
-// OpenReader opens a reader of topic with the cluster settings of
-// bootstrap and consumer (a pipeline's kafka.consumer properties; nil for
-// none).
-func OpenReader(bootstrap string, consumer map[string]string, topic string, from Start, follow bool) (*Reader, error) {
+// OpenReader opens a reader.
+func OpenReader(o ReaderOptions) (*Reader, error) {
 	cm := kafka.ConfigMap{}
-	for k, v := range consumer {
+	for k, v := range o.Properties {
 		cm[k] = v
 	}
-	cm["bootstrap.servers"] = bootstrap
+	cm["bootstrap.servers"] = o.Bootstrap
 	cm["group.id"] = "offloader-reader" // required by librdkafka; nothing is committed
 	cm["enable.auto.commit"] = false
 	cm["isolation.level"] = "read_committed"
@@ -52,15 +68,16 @@ func OpenReader(bootstrap string, consumer map[string]string, topic string, from
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{c: c, follow: follow || from.Offset == End && from.Time.IsZero(), remaining: map[int32]bool{}}
-	if err := r.assign(topic, from); err != nil {
+	from := o.From
+	r := &Reader{c: c, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0, remaining: map[int32]bool{}}
+	if err := r.assign(o.Topic, o.Partitions, from); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Reader) assign(topic string, from Start) error {
+func (r *Reader) assign(topic string, only []int32, from Start) error {
 	md, err := r.c.GetMetadata(&topic, false, 10_000)
 	if err != nil {
 		return fmt.Errorf("reading metadata of %s: %w", topic, err)
@@ -69,14 +86,34 @@ func (r *Reader) assign(topic string, from Start) error {
 	if !ok || tm.Error.Code() != kafka.ErrNoError {
 		return fmt.Errorf("topic %s does not exist", topic)
 	}
-	var tps []kafka.TopicPartition
+	has := map[int32]bool{}
 	for _, pm := range tm.Partitions {
-		tp := kafka.TopicPartition{Topic: &topic, Partition: pm.ID, Offset: kafka.Offset(from.Offset)}
-		if !from.Time.IsZero() {
+		has[pm.ID] = true
+	}
+	ids := only
+	if len(ids) == 0 {
+		for _, pm := range tm.Partitions {
+			ids = append(ids, pm.ID)
+		}
+	}
+	var tps []kafka.TopicPartition
+	for _, id := range ids {
+		if !has[id] {
+			return fmt.Errorf("topic %s has no partition %d (it has %d, numbered from 0)", topic, id, len(tm.Partitions))
+		}
+		tp := kafka.TopicPartition{Topic: &topic, Partition: id, Offset: kafka.Offset(from.Offset)}
+		switch {
+		case !from.Time.IsZero():
 			tp.Offset = kafka.Offset(from.Time.UnixMilli())
+		case from.Tail > 0:
+			start, err := r.tailStart(topic, id, from.Tail)
+			if err != nil {
+				return err
+			}
+			tp.Offset = kafka.Offset(start)
 		}
 		tps = append(tps, tp)
-		r.remaining[pm.ID] = true
+		r.remaining[id] = true
 	}
 	if !from.Time.IsZero() {
 		if tps, err = r.c.OffsetsForTimes(tps, 10_000); err != nil {
@@ -84,6 +121,57 @@ func (r *Reader) assign(topic string, from Start) error {
 		}
 	}
 	return r.c.Assign(tps)
+}
+
+// tailStart is the offset of the n-th record from the end of a partition.
+// It is not the end offset minus n: in a topic written by transactions the
+// commit markers take offsets, and aborted records are not read. So it reads
+// the partition from further and further back (n, 2n, 4n offsets before
+// the end) until it has seen n records or the partition's start.
+func (r *Reader) tailStart(topic string, partition int32, n int64) (int64, error) {
+	low, high, err := r.c.QueryWatermarkOffsets(topic, partition, 10_000)
+	if err != nil {
+		return 0, fmt.Errorf("reading the end offsets of %s[%d]: %w", topic, partition, err)
+	}
+	for window := n; ; window *= 2 {
+		start := max(low, high-window)
+		offsets, err := r.offsetsFrom(topic, partition, start)
+		if err != nil {
+			return 0, err
+		}
+		if int64(len(offsets)) >= n {
+			return offsets[int64(len(offsets))-n], nil
+		}
+		if start == low {
+			return low, nil
+		}
+	}
+}
+
+// offsetsFrom reads one partition from start to its end and returns the
+// offsets of the records it holds.
+func (r *Reader) offsetsFrom(topic string, partition int32, start int64) ([]int64, error) {
+	if err := r.c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: partition, Offset: kafka.Offset(start)}}); err != nil {
+		return nil, err
+	}
+	var offsets []int64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		switch ev := r.c.Poll(100).(type) {
+		case kafka.PartitionEOF:
+			if ev.Partition == partition {
+				return offsets, nil
+			}
+		case kafka.Error:
+			if ev.IsFatal() {
+				return nil, ev
+			}
+		case *kafka.Message:
+			if ev.TopicPartition.Partition == partition && int64(ev.TopicPartition.Offset) >= start {
+				offsets = append(offsets, int64(ev.TopicPartition.Offset))
+			}
+		}
+	}
+	return nil, fmt.Errorf("reading %s[%d] from offset %d to its end took over 30 s", topic, partition, start)
 }
 
 // Next returns the next record, waiting up to timeout for one (nil, nil

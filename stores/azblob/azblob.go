@@ -117,6 +117,14 @@ func init() {
 		Open: func(ctx context.Context, name string, config any) (stores.Store, error) {
 			return Open(ctx, name, *config.(*Config))
 		},
+		Spec: func(spec string) (map[string]any, error) {
+			i := strings.LastIndex(spec, "|")
+			if i < 0 {
+				return nil, errors.New("no container after the connection string")
+			}
+			return map[string]any{"connection_string": spec[:i], "container": spec[i+1:]}, nil
+		},
+		SpecForm: "CONNECTION_STRING|CONTAINER",
 	})
 }
 

@@ -59,6 +59,8 @@ func init() {
 		Open: func(_ context.Context, name string, config any) (stores.Store, error) {
 			return Open(name, *config.(*Config))
 		},
+		Spec:     func(spec string) (map[string]any, error) { return map[string]any{"root": spec}, nil },
+		SpecForm: "ROOT_DIRECTORY",
 	})
 }
 
