@@ -40,7 +40,7 @@ func TestEscapingIsReversible(t *testing.T) {
 		{[]byte("café ✓"), "café ✓"},
 		{[]byte{0, 0xff, 0xfe, '\n', '\t'}, `\x00\xff\xfe\x0a\x09`},
 		{[]byte(`a\x41`), `a\\x41`},
-		{[]byte{0xe2, 0x9c}, `\xe2\x9c`}, // a cut UTF-8 sequence
+		{[]byte{0xe2, 0x9c}, `\xe2\x9c`},                 // a cut UTF-8 sequence
 		{[]byte("\u00ad\u200b"), `\xc2\xad\xe2\x80\x8b`}, // invisible format characters
 	} {
 		got := string(appendEscaped(nil, tc.in))
