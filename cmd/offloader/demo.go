@@ -22,6 +22,7 @@ import (
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 	"github.com/offloader/offloader/transforms"
@@ -31,7 +32,7 @@ func demoCommand() *command {
 	return &command{
 		name:    "demo",
 		summary: "watch offloader work on a mix of small and multi-MiB records, with a report",
-		usage:   "[--bootstrap HOST:PORT] [--records N] [--dir DIR]",
+		usage:   "[--bootstrap HOST:PORT] [--records N] [--dir DIR] | --bootstrap HOST:PORT --produce-to TOPIC [--records N] [--sizes S,S,...]",
 		help: `
 Runs the real pipeline end to end and prints what it did. With no --bootstrap it
 starts an in-process Kafka-protocol broker (kfake, memory only; for the demo,
@@ -48,7 +49,15 @@ round trip that resolves every pointer and compares SHA-256s with what was produ
 
 On a real cluster the topics are left in place for you to look at; delete them
 with kafka-topics.sh --delete when done. Exit 1 if any record is missing,
-duplicated or does not resolve to its original bytes.`,
+duplicated or does not resolve to its original bytes.
+
+--produce-to TOPIC only produces: the demo's records (or, with --sizes, values
+of those sizes in turn: --sizes 2KiB,300KiB,4MiB) go to an existing topic of
+your cluster, keyed order-00000, order-00001, ... (the partitioner chooses by
+key), with headers source and content-type, every 50th a tombstone. Test data
+for your own pipeline: see docs/getting-started.md. It needs --bootstrap; a
+record the topic refuses (over its max.message.bytes) is exit 1, with the count.
+-X PROP=VALUE passes a librdkafka producer property (security.protocol, sasl.*).`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("demo"))
 			o := demoOptions{}
@@ -56,15 +65,52 @@ duplicated or does not resolve to its original bytes.`,
 			fs.IntVar(&o.records, "records", 300, "records to produce")
 			fs.StringVar(&o.dir, "dir", "demo-data", "folder for the pipeline file and the payload store")
 			fs.BoolVar(&o.verbose, "verbose", false, "show the pipeline's own log")
+			fs.StringVar(&o.produceTo, "produce-to", "", "only produce the records, to this existing `TOPIC` of --bootstrap")
+			fs.Func("sizes", "with --produce-to: value `SIZES` to cycle through, such as 2KiB,300KiB,4MiB", func(v string) error {
+				for _, part := range strings.Split(v, ",") {
+					size, err := settings.ParseSize(strings.TrimSpace(part))
+					if err != nil {
+						return err
+					}
+					if size > 15*settings.MiB {
+						return fmt.Errorf("%s is over the 15MiB a demo record may have", part)
+					}
+					o.sizes = append(o.sizes, int(size))
+				}
+				return nil
+			})
+			o.props = map[string]string{}
+			fs.Func("X", "with --produce-to: a librdkafka producer `PROP=VALUE`, repeatable", func(v string) error {
+				k, val, ok := strings.Cut(v, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("want PROP=VALUE, got %q", v)
+				}
+				o.props[k] = val
+				return nil
+			})
 			if code, ok := c.parse(fs, args); !ok {
 				return code
 			}
-			if o.records < 1 {
+			switch {
+			case o.records < 1:
 				fmt.Fprintf(c.stderr, "offloader demo: --records must be at least 1, got %d\n", o.records)
+				return exitUsage
+			case o.produceTo != "" && o.bootstrap == "":
+				fmt.Fprintln(c.stderr, "offloader demo: --produce-to needs --bootstrap HOST:PORT: the records are for a topic of your cluster")
+				return exitUsage
+			case o.produceTo == "" && (o.sizes != nil || len(o.props) > 0):
+				fmt.Fprintln(c.stderr, "offloader demo: --sizes and -X go with --produce-to")
 				return exitUsage
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if o.produceTo != "" {
+				if err := c.produceTo(o); err != nil {
+					fmt.Fprintf(c.stderr, "offloader demo: %v\n", err)
+					return exitFailure
+				}
+				return exitOK
+			}
 			if err := c.demo(ctx, o); err != nil {
 				fmt.Fprintf(c.stderr, "offloader demo: %v\n", err)
 				return exitFailure
@@ -79,6 +125,9 @@ type demoOptions struct {
 	records   int
 	dir       string
 	verbose   bool
+	produceTo string
+	sizes     []int             // --sizes
+	props     map[string]string // -X
 }
 
 // demoRecord is one record the demo produces, kept to verify the round trip.
@@ -94,16 +143,7 @@ type demoRecord struct {
 // 1-6 MiB, every 50th a tombstone. Seeded, so every run produces the same bytes.
 func demoMix(n int) []demoRecord {
 	rng := rand.New(rand.NewPCG(1159, 782))
-	random := func(size int) []byte {
-		b := make([]byte, size)
-		for i := 0; i < size; i += 8 {
-			v := rng.Uint64()
-			for j := 0; j < 8 && i+j < size; j++ {
-				b[i+j] = byte(v >> (8 * j))
-			}
-		}
-		return b
-	}
+	random := func(size int) []byte { return randomBytes(rng, size) }
 	recs := make([]demoRecord, n)
 	for i := range recs {
 		r := demoRecord{partition: int32(i % 3), key: fmt.Sprintf("order-%05d", i),
@@ -125,6 +165,18 @@ func demoMix(n int) []demoRecord {
 		recs[i] = r
 	}
 	return recs
+}
+
+// randomBytes returns size bytes from rng: values that do not compress.
+func randomBytes(rng *rand.Rand, size int) []byte {
+	b := make([]byte, size)
+	for i := 0; i < size; i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < size; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
 }
 
 func (c *cli) demo(ctx context.Context, o demoOptions) error {
@@ -161,7 +213,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	file, err := demoPipelineFile(dir, bootstrap, raw, slim, group, runID)
+	file, err := demoPipelineFile(dir, bootstrap, raw, slim, group, runID, o.bootstrap == "")
 	if err != nil {
 		return err
 	}
@@ -215,7 +267,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	}
 	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": store}})
 	defer res.Close()
-	return demoReport(out, recs, got, res, rawBytes, elapsed, file)
+	return demoReport(out, recs, got, res, rawBytes, elapsed, file, o.bootstrap == "")
 }
 
 func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
@@ -232,7 +284,7 @@ func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
 		out[i] = &pipeline.Record{Topic: topic, Partition: r.partition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 	}
-	if err := kafkaedge.Produce(bootstrap, out, 16<<20, 2*time.Minute); err != nil {
+	if err := kafkaedge.Produce(bootstrap, nil, out, 16<<20, 2*time.Minute); err != nil {
 		return 0, fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return total, nil
@@ -240,7 +292,7 @@ func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
 
 // demoPipelineFile writes the pipeline the demo runs: a real pipeline file, so
 // that it shows what one looks like.
-func demoPipelineFile(dir, bootstrap, raw, slim, group, runID string) (string, error) {
+func demoPipelineFile(dir, bootstrap, raw, slim, group, runID string, inProcess bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
@@ -248,7 +300,12 @@ func demoPipelineFile(dir, bootstrap, raw, slim, group, runID string) (string, e
 	if err := os.RemoveAll(filepath.Join(dir, "payloads")); err != nil {
 		return "", fmt.Errorf("removing the previous demo's payloads: %w", err)
 	}
-	body := fmt.Sprintf(`# Written by offloader demo. Try: offloader validate -c %[1]s --print
+	note := "# Its topics stay on " + bootstrap + ": offloader run -c " + filepath.Join(dir, "pipeline.yaml") + " runs it again.\n"
+	if inProcess {
+		note = "# It ran against the demo's in-process broker, which is gone: offloader demo\n" +
+			"# --bootstrap HOST:PORT writes one for a broker that stays.\n"
+	}
+	body := note + fmt.Sprintf(`# Written by offloader demo. Try: offloader validate -c %[1]s --print
 pipelines:
   demo:
     kafka:
@@ -316,7 +373,7 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 
 // demoReport checks that every record arrived once, in order, resolving to its
 // original bytes, and prints what happened.
-func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration, next string) error {
+func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration, next string, inProcess bool) error {
 	byKey := make(map[string]int, len(recs))
 	for i, r := range recs {
 		byKey[r.key] = i
@@ -389,9 +446,19 @@ func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *r
 	}
 	fmt.Fprintf(out, "\nround trip  %d of %d records arrived once, in partition order; every value (pointers resolved) matches its SHA-256\n", len(got), len(recs))
 	fmt.Fprintf(out, "\nnext        offloader validate -c %s --print\n"+
-		"              shows the pipeline this demo ran, every default filled in\n"+
-		"            make demo BOOTSTRAP=host:9092\n"+
-		"              runs it against your cluster; offloader cat -c %[1]s then reads its slim topic\n", next)
+		"              the pipeline this demo ran, every default filled in\n", next)
+	if inProcess {
+		fmt.Fprintf(out, "            offloader demo --bootstrap 127.0.0.1:19092\n"+
+			"              the same against a broker that stays (scripts/services.sh start runs one here);\n"+
+			"              the in-process broker of this run is gone, and the file's topics with it\n")
+	} else {
+		fmt.Fprintf(out, "            offloader cat -F %s -o -2 --meta\n"+
+			"              the slim topic's last records per partition, pointers shown, nothing fetched\n"+
+			"            offloader run -c %[1]s\n"+
+			"              runs the pipeline again on this broker: records you add to the raw topic flow through\n", next)
+	}
+	fmt.Fprintf(out, "            docs/getting-started.md\n"+
+		"              from here to your own topic pair\n")
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kafkaedge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,28 +38,74 @@ func CreateTopics(ctx context.Context, bootstrap string, partitions int, configs
 	return nil
 }
 
-// Produce writes recs (each to its Topic and Partition) with an idempotent
-// producer and waits until all are delivered, up to timeout.
-func Produce(bootstrap string, recs []*pipeline.Record, maxBytes int, timeout time.Duration) error {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
+// AnyPartition lets the producer's partitioner choose (by key).
+const AnyPartition = int32(kafka.PartitionAny)
+
+// Produce writes recs (each to its Topic and Partition, or AnyPartition)
+// with an idempotent producer and waits for every delivery report, up to
+// timeout. Records the broker refuses are counted, and the first refusal
+// named: none is dropped unsaid.
+func Produce(bootstrap string, properties map[string]string, recs []*pipeline.Record, maxBytes int, timeout time.Duration) error {
+	cm := kafka.ConfigMap{}
+	for k, v := range properties {
+		cm[k] = v
+	}
+	for k, v := range map[string]kafka.ConfigValue{
 		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
-		"message.max.bytes": maxBytes, "go.delivery.reports": false, "enable.metrics.push": false,
-	})
+		"message.max.bytes": maxBytes, "go.delivery.reports": true, "enable.metrics.push": false,
+	} {
+		cm[k] = v
+	}
+	p, err := kafka.NewProducer(&cm)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	reports := make(chan kafka.Event, len(recs))
 	for _, r := range recs {
 		msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &r.Topic, Partition: r.Partition}, Key: r.Key, Value: r.Value}
 		for _, h := range r.Headers {
 			msg.Headers = append(msg.Headers, kafka.Header{Key: h.Key, Value: h.Value})
 		}
-		if err := p.Produce(msg, nil); err != nil {
+		if err := p.Produce(msg, reports); err != nil {
 			return fmt.Errorf("producing to %s: %w", r.Topic, err)
 		}
 	}
-	if left := p.Flush(int(timeout.Milliseconds())); left > 0 {
-		return fmt.Errorf("%d records were not delivered within %s", left, timeout)
+	deadline := time.After(timeout)
+	refused, first := 0, error(nil)
+	for range recs {
+		select {
+		case ev := <-reports:
+			if m, ok := ev.(*kafka.Message); ok && m.TopicPartition.Error != nil {
+				if refused++; refused == 1 {
+					first = fmt.Errorf("%d bytes to %s: %w", len(m.Value), *m.TopicPartition.Topic, refusal(m.TopicPartition.Error))
+				}
+			}
+		case <-deadline:
+			return fmt.Errorf("%d records were not delivered within %s", p.Len(), timeout)
+		}
+	}
+	if refused > 0 {
+		return fmt.Errorf("%d of %d records were refused; the first: %w", refused, len(recs), first)
 	}
 	return nil
+}
+
+// Why the broker refused a record, to test with errors.Is.
+var (
+	ErrRecordTooLarge = errors.New("record over the topic's max.message.bytes")
+	ErrUnknownTopic   = errors.New("topic does not exist")
+)
+
+func refusal(err error) error {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke.Code() {
+		case kafka.ErrMsgSizeTooLarge:
+			return fmt.Errorf("%w (%v)", ErrRecordTooLarge, err)
+		case kafka.ErrUnknownTopicOrPart, kafka.ErrUnknownTopic:
+			return fmt.Errorf("%w (%v)", ErrUnknownTopic, err)
+		}
+	}
+	return err
 }

@@ -396,6 +396,24 @@ func (e *Engine) reachedEnd() (bool, error) {
 	for _, o := range positions {
 		at[o.Partition] = o.Offset
 	}
+	// A partition nothing was read from has no position yet: where the
+	// group committed is where it stands (at its end offset already, when
+	// an earlier run took everything).
+	var unread []Partition
+	for _, p := range e.assigned {
+		if _, ok := at[p]; !ok && e.until[p] > 0 && !e.atEnd[p] {
+			unread = append(unread, p)
+		}
+	}
+	if len(unread) > 0 {
+		committed, err := e.src.Committed(unread)
+		if err != nil {
+			return false, fmt.Errorf("%w: reading committed offsets: %w", ErrFatal, err)
+		}
+		for _, o := range committed {
+			at[o.Partition] = o.Offset
+		}
+	}
 	for _, p := range e.assigned {
 		if end, ok := e.until[p]; ok && end > 0 && !e.atEnd[p] && at[p] < end {
 			return false, nil

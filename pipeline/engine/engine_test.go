@@ -185,6 +185,28 @@ func TestEveryRecordOnceInOrderAndTheBoundedRunStopsAtTheEnd(t *testing.T) {
 	}
 }
 
+// A bounded run over partitions an earlier run took to their end reads
+// nothing and stops at once: with no record read, the partitions have no
+// position, and where the group committed says they are at the end.
+func TestABoundedRunAfterACompleteOneStopsAtOnce(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 20, p0, p1)
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	again := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
+	again.b = h.b
+	again.src.b, again.ses.b = h.b, h.b
+	again.untilEnd()
+	rep, err := again.run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.ReachedEnd || rep.Committed[p0] != 0 || rep.Committed[p1] != 0 {
+		t.Errorf("report %+v, want the end reached with nothing committed", rep)
+	}
+	again.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+}
+
 // Records written after the end offsets were read stay for the next run:
 // the bounded run commits exactly up to the end, never past it.
 func TestTheBoundedRunStopsExactlyAtTheEndOffsets(t *testing.T) {

@@ -85,8 +85,9 @@ type source struct {
 	assigned []Partition
 	pos      map[Partition]int64
 	paused   map[Partition]bool
-	// sought are partitions whose position is unknown since a Seek until
-	// a record of theirs is read, as with librdkafka.
+	// sought are partitions whose position is unknown, since their
+	// assignment or a Seek, until a record of theirs is read: librdkafka
+	// knows a position only once it has handed a record out.
 	sought map[Partition]bool
 	next   int
 	seeks  int
@@ -105,6 +106,7 @@ func (s *source) assign(parts ...Partition) {
 	s.b.mu.Lock()
 	for _, p := range parts {
 		s.pos[p] = s.b.committed[p]
+		s.sought[p] = true
 		s.assigned = append(s.assigned, p)
 	}
 	s.b.mu.Unlock()

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/settings"
+)
+
+// produceTo writes test records to a topic of the user's cluster: the
+// demo's mix, or values of the --sizes in turn, keyed, with headers and a
+// tombstone every 50th record.
+func (c *cli) produceTo(o demoOptions) error {
+	recs := demoMix(o.records)
+	if o.sizes != nil {
+		recs = sizedRecords(o.records, o.sizes)
+	}
+	out := make([]*pipeline.Record, len(recs))
+	var total int64
+	largest, tombstones := 0, 0
+	for i, r := range recs {
+		out[i] = &pipeline.Record{Topic: o.produceTo, Partition: kafkaedge.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
+		total += int64(len(r.key) + len(r.value))
+		largest = max(largest, len(r.value))
+		if r.value == nil {
+			tombstones++
+		}
+	}
+	started := time.Now()
+	err := kafkaedge.Produce(o.bootstrap, o.props, out, 16<<20, 5*time.Minute)
+	switch {
+	case errors.Is(err, kafkaedge.ErrUnknownTopic):
+		return fmt.Errorf("producing to %s: %w\n  fix: create it: kafka-topics.sh --bootstrap-server %s --create --topic %[1]s --partitions 3 --config max.message.bytes=16777216",
+			o.produceTo, err, o.bootstrap)
+	case errors.Is(err, kafkaedge.ErrRecordTooLarge):
+		return fmt.Errorf("producing to %s: %w\n  fix: raise the topic's limit (kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %[1]s --add-config max.message.bytes=16777216) or give smaller --sizes",
+			o.produceTo, err, o.bootstrap)
+	case err != nil:
+		return fmt.Errorf("producing to %s: %w", o.produceTo, err)
+	}
+	fmt.Fprintf(c.stdout, "produced %d records (%s, the largest value %s, %d tombstones) to %s in %s\n",
+		len(recs), bytesIEC(total), bytesIEC(int64(largest)), tombstones, o.produceTo, time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// sizedRecords returns n records whose values take the sizes in turn
+// (random bytes: they do not compress), every 50th a tombstone. The values
+// are windows of one buffer, each starting elsewhere: n records of 4 MiB do
+// not take n times 4 MiB of memory.
+func sizedRecords(n int, sizes []int) []demoRecord {
+	largest := slices.Max(sizes)
+	buf := randomBytes(rand.New(rand.NewPCG(1159, 782)), 2*largest)
+	recs := make([]demoRecord, n)
+	for i := range recs {
+		r := demoRecord{partition: kafkaedge.AnyPartition, key: fmt.Sprintf("order-%05d", i),
+			headers: []pipeline.Header{{Key: "source", Value: []byte("offloader-demo")}}}
+		if i%50 != 49 {
+			size := sizes[i%len(sizes)]
+			start := (i * 7919) % (largest + 1)
+			r.value = buf[start : start+size]
+			r.headers = append(r.headers,
+				pipeline.Header{Key: "content-type", Value: []byte("application/octet-stream")},
+				pipeline.Header{Key: "size", Value: []byte(settings.Size(size).String())})
+		}
+		recs[i] = r
+	}
+	return recs
+}
