@@ -26,17 +26,29 @@ type File struct {
 // topic out.
 type Pipeline struct {
 	// Name is the pipeline's key under `pipelines:`.
-	Name          string            `key:"-"`
-	Kafka         Kafka             `key:"kafka" required:"true"`
-	Source        Source            `key:"source" required:"true"`
-	SlimTopic     string            `key:"slim_topic" required:"true"`
-	Partitioning  string            `key:"partitioning"`
-	Commit        Commit            `key:"commit"`
-	Stores        map[string]*Store `key:"stores"`
-	Transforms    []*Step           `key:"transforms"`
-	Errors        Errors            `key:"errors"`
-	Limits        string            `key:"limits"`
-	Observability Observability     `key:"observability"`
+	Name   string `key:"-"`
+	Kafka  Kafka  `key:"kafka" required:"true"`
+	Source Source `key:"source" required:"true"`
+	// SlimTopic receives the pointer and inline records; it must exist
+	// (offloader check --create-missing makes it).
+	SlimTopic string `key:"slim_topic" required:"true"`
+	// Partitioning is preserve (a record goes to the slim partition of its
+	// source partition's number, keeping per-partition order; the slim topic
+	// needs at least as many partitions) or key_hash (the producer's
+	// partitioner chooses by key).
+	Partitioning string `key:"partitioning"`
+	Commit       Commit `key:"commit"`
+	// Stores are the payload stores by name, the name pointers carry; each
+	// has a type and that type's settings (sections below).
+	Stores map[string]*Store `key:"stores"`
+	// Transforms is the chain each record goes through, in order (Kafka
+	// Connect's single message transforms); see docs/transforms.md.
+	Transforms []*Step `key:"transforms"`
+	Errors     Errors  `key:"errors"`
+	// Limits is enforce (run refuses to start on misaligned size limits) or
+	// warn (it logs them and starts).
+	Limits        string        `key:"limits"`
+	Observability Observability `key:"observability"`
 }
 
 // Output partition choices.
@@ -64,9 +76,14 @@ const (
 // through (security.protocol, sasl.*, ssl.*, fetch sizes, ...), except the few
 // that offloader sets itself for exactly-once processing.
 type Kafka struct {
-	BootstrapServers string            `key:"bootstrap_servers" required:"true"`
-	Consumer         map[string]string `key:"consumer"`
-	Producer         map[string]string `key:"producer"`
+	// BootstrapServers is the cluster: host:port, comma-separated.
+	BootstrapServers string `key:"bootstrap_servers" required:"true"`
+	// Consumer holds librdkafka consumer properties (security.protocol,
+	// sasl.*, ssl.*, fetch sizes), checked against the bundled librdkafka;
+	// those offloader sets itself for exactly-once are refused.
+	Consumer map[string]string `key:"consumer"`
+	// Producer holds librdkafka producer properties, likewise.
+	Producer map[string]string `key:"producer"`
 	// TransactionalID must be stable for one instance across restarts and unique
 	// among live instances. Default: offloader-<pipeline>-<hostname>.
 	TransactionalID string `key:"transactional_id"`
@@ -74,8 +91,11 @@ type Kafka struct {
 
 // Source names what to consume.
 type Source struct {
+	// Topics are the raw topics to consume; they must exist.
 	Topics []string `key:"topics" required:"true"`
-	Group  string   `key:"group" required:"true"`
+	// Group is the consumer group; its committed offsets are where the
+	// pipeline stands, committed in the same transactions as the output.
+	Group string `key:"group" required:"true"`
 	// StartFrom is where the group starts in a partition it has no committed
 	// offset for (its first run): earliest (the whole history; the default,
 	// also when empty), latest (only records written from then on) or an
@@ -111,14 +131,18 @@ func (s Source) StartTime() (time.Time, bool) {
 // flight: uploads, and outputs waiting while the previous transaction commits
 // (at most one batch).
 type Commit struct {
-	MaxRecords int           `key:"max_records"`
-	MaxBytes   settings.Size `key:"max_bytes"`
-	Interval   time.Duration `key:"interval"`
+	// MaxRecords commits a batch once it holds this many records.
+	MaxRecords int `key:"max_records"`
+	// MaxBytes commits a batch once it holds this much input.
+	MaxBytes settings.Size `key:"max_bytes"`
+	// Interval commits a batch once it has been open this long: the usual trigger.
+	Interval time.Duration `key:"interval"`
 }
 
 // Store is a named payload store. Its settings beyond `type` are decoded into the
 // typed config its backend registered (see package stores).
 type Store struct {
+	// Type names the backend: the store sections below.
 	Type string `key:"type" required:"true"`
 	// ObjectLifetime declares how long the store keeps objects (a lifecycle
 	// rule, for example); 0: forever. The slim topic's retention.ms must not be
@@ -132,10 +156,12 @@ type Store struct {
 // Step is one transform of the chain. Its settings beyond `type` are decoded into
 // the typed config its transform registered (see package transforms).
 type Step struct {
+	// Type names the transform (sections below).
 	Type string `key:"type" required:"true"`
 	// If gates the step: it applies only to records the predicate matches (with
 	// Negate, only to those it does not match); others pass through unchanged.
-	If       *Condition     `key:"if"`
+	If *Condition `key:"if"`
+	// Negate applies the step to the records the predicate does not match.
 	Negate   bool           `key:"negate"`
 	Settings map[string]any `key:",remain"`
 	// Config is the decoded, validated transform config.
@@ -145,6 +171,7 @@ type Step struct {
 // Condition is a step's predicate. Its settings beyond `type` are decoded into
 // the typed config its predicate registered (see package transforms).
 type Condition struct {
+	// Type names the predicate (sections below).
 	Type     string         `key:"type" required:"true"`
 	Settings map[string]any `key:",remain"`
 	// Config is the decoded, validated predicate config.
@@ -156,15 +183,24 @@ type Errors struct {
 	// StoreBudget bounds the time spent on one store call, retries included. It
 	// must stay below the consumer's max.poll.interval.ms and the producer's
 	// transaction.timeout.ms.
-	StoreBudget   time.Duration `key:"store_budget"`
-	OnStoreOutage string        `key:"on_store_outage"`
+	StoreBudget time.Duration `key:"store_budget"`
+	// OnStoreOutage is what a store unavailable past the budget does: pause
+	// (the pipeline waits and retries, nothing is skipped) or retry_topic
+	// (the record goes to the retry topics).
+	OnStoreOutage string `key:"on_store_outage"`
 	// Mode is how failed records are retried: non_blocking (through
 	// RetryTopics; later records pass) or blocking (in place, after each of
 	// RetryDelays; the partition waits, per-key order is kept).
-	Mode            string          `key:"mode"`
-	RetryTopics     []RetryTopic    `key:"retry_topics"`
-	RetryDelays     []time.Duration `key:"retry_delays"`
-	DeadLetterTopic string          `key:"dead_letter_topic"`
+	Mode string `key:"mode"`
+	// RetryTopics are the tiers of non-blocking retries, in order: a failed
+	// record goes to the next tier's topic and is retried after its delay.
+	RetryTopics []RetryTopic `key:"retry_topics"`
+	// RetryDelays are the waits of blocking retries, one per attempt.
+	RetryDelays []time.Duration `key:"retry_delays"`
+	// DeadLetterTopic receives the records that failed for good, with
+	// Kafka Connect's error headers; without it such a record stops the
+	// instance rather than being dropped.
+	DeadLetterTopic string `key:"dead_letter_topic"`
 }
 
 // Retry modes.
@@ -175,16 +211,21 @@ const (
 
 // RetryTopic is one tier of non-blocking retries.
 type RetryTopic struct {
-	Topic string        `key:"topic" required:"true"`
+	// Topic is the tier's retry topic; it must exist.
+	Topic string `key:"topic" required:"true"`
+	// Delay is how long a record waits in the tier before it is retried.
 	Delay time.Duration `key:"delay" required:"true"`
 }
 
 // Observability is logging and the metrics/health listener.
 type Observability struct {
 	// Listen is the address of /metrics, /healthz and /readyz; empty disables it.
-	Listen    string `key:"listen"`
+	Listen string `key:"listen"`
+	// LogFormat is json (one object per line, librdkafka's lines included)
+	// or console.
 	LogFormat string `key:"log_format"`
-	LogLevel  string `key:"log_level"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `key:"log_level"`
 }
 
 // defaults returns a pipeline holding every default; the YAML overwrites them.

@@ -21,7 +21,10 @@ import (
 //
 //   - {type: compress_inline, codec: zstd, threshold: auto}
 type CompressInlineConfig struct {
-	Codec     string              `key:"codec"`
+	// Codec is zstd, gzip, lz4 or snappy.
+	Codec string `key:"codec"`
+	// Threshold is auto (the slim topic's limit less 4 KiB) or a size: a
+	// record over it is compressed, and kept inline when it then fits.
 	Threshold settings.SizeOrAuto `key:"threshold"`
 }
 

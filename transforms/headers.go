@@ -24,9 +24,13 @@ var headerSources = map[string]func(r *pipeline.Record) string{
 //   - {type: insert_header, name: source-offset, from: offset}
 //   - {type: insert_header, name: env, value: prod}
 type InsertHeaderConfig struct {
-	Name  string  `key:"name" required:"true"`
+	// Name is the header's name.
+	Name string `key:"name" required:"true"`
+	// Value is a static value (or set from).
 	Value *string `key:"value"`
-	From  string  `key:"from"`
+	// From takes the value from the record: topic, partition, offset or
+	// timestamp (milliseconds since the epoch).
+	From string `key:"from"`
 }
 
 // Validate implements settings.Validator.
@@ -68,8 +72,10 @@ func (t insertHeader) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Re
 //
 //   - {type: drop_headers, names: [debug-trace], pattern: 'x-internal-.*'}
 type DropHeadersConfig struct {
-	Names   []string `key:"names"`
-	Pattern string   `key:"pattern"`
+	// Names are headers removed by exact name.
+	Names []string `key:"names"`
+	// Pattern removes the headers whose whole name it matches (RE2).
+	Pattern string `key:"pattern"`
 }
 
 // Validate implements settings.Validator.
@@ -115,8 +121,10 @@ func (t dropHeaders) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Rec
 //
 //   - {type: rename_header, from: traceparent, to: upstream-traceparent}
 type RenameHeaderConfig struct {
+	// From is the header's name now.
 	From string `key:"from" required:"true"`
-	To   string `key:"to" required:"true"`
+	// To is its new name.
+	To string `key:"to" required:"true"`
 }
 
 type renameHeader struct{ from, to string }

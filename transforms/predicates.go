@@ -15,6 +15,7 @@ import (
 //
 //	if: {type: topic_matches, pattern: 'orders\..*'}
 type TopicMatchesConfig struct {
+	// Pattern must match the whole source topic name (RE2).
 	Pattern string `key:"pattern" required:"true"`
 }
 
@@ -34,7 +35,9 @@ func (p topicMatches) Test(r *pipeline.Record) bool { return p.re.MatchString(r.
 //
 //	if: {type: has_header, name: tenant, value: acme}
 type HasHeaderConfig struct {
-	Name  string  `key:"name" required:"true"`
+	// Name is the header that must be there.
+	Name string `key:"name" required:"true"`
+	// Value, when set, is the value it must have exactly.
 	Value *string `key:"value"`
 }
 
@@ -54,6 +57,8 @@ func (p hasHeader) Test(r *pipeline.Record) bool {
 //
 //	if: {type: size_over, size: 512KiB}
 type SizeOverConfig struct {
+	// Size is what the record's estimated size (key, value, headers and
+	// framing) must be over.
 	Size settings.Size `key:"size" required:"true"`
 }
 

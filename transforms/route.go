@@ -20,6 +20,8 @@ import (
 //   - type: route
 //     topic: 'orders.slim.{header:tenant}'
 type RouteConfig struct {
+	// Topic is the destination template: {topic}, {partition} and
+	// {header:NAME} are replaced by the record's.
 	Topic string `key:"topic" required:"true"`
 }
 

@@ -51,13 +51,15 @@ type Config struct {
 	CreateContainer bool `key:"create_container"`
 	// SinglePutMax is the largest payload sent as one Put Blob request.
 	SinglePutMax settings.Size `key:"single_put_max"`
-	// BlockSize and Concurrency shape the upload of larger payloads.
-	BlockSize   settings.Size `key:"block_size"`
-	Concurrency int           `key:"concurrency"`
-	// MaxRetries and TryTimeout are the SDK's retry policy for each request;
-	// RetryDelay is the first backoff, doubled on each retry.
-	MaxRetries int           `key:"max_retries"`
+	// BlockSize is the size of the blocks a larger payload is staged in.
+	BlockSize settings.Size `key:"block_size"`
+	// Concurrency is how many blocks of one payload go up at once.
+	Concurrency int `key:"concurrency"`
+	// MaxRetries is how often the SDK retries a failed request.
+	MaxRetries int `key:"max_retries"`
+	// TryTimeout bounds each attempt of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
+	// RetryDelay is the first backoff between attempts, doubled on each.
 	RetryDelay time.Duration `key:"retry_delay"`
 }
 

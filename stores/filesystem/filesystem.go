@@ -38,8 +38,9 @@ import (
 type Config struct {
 	// Root is the directory objects live under; created if missing.
 	Root string `key:"root" required:"true"`
-	// DirMode and FileMode are the permissions of created directories and files.
-	DirMode  int `key:"dir_mode"`
+	// DirMode is the permission of the directories it creates.
+	DirMode int `key:"dir_mode"`
+	// FileMode is the permission of the objects it writes.
 	FileMode int `key:"file_mode"`
 }
 
