@@ -76,7 +76,7 @@ func TestGettingStartedGuideRuns(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s*50$`).Match(out) {
 		t.Errorf("the slim topic does not hold the 50 records:\n%s", out)
 	}
-	lag := regexp.MustCompile(`(?m)^\S+\s+` + regexp.QuoteMeta(name) + `\.raw\s+\d\s+(\d+)\s+(\d+)\s+(\d+)`).FindAllSubmatch(out, -1)
+	lag := regexp.MustCompile(`(?m)^\S+\s+`+regexp.QuoteMeta(name)+`\.raw\s+\d\s+(\d+)\s+(\d+)\s+(\d+)`).FindAllSubmatch(out, -1)
 	if len(lag) != 3 {
 		t.Errorf("kafka-consumer-groups.sh shows %d partitions of %s.raw, want 3:\n%s", len(lag), name, out)
 	}
