@@ -167,6 +167,9 @@ Examples:
 			case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
 				return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 			}
+			if problems := kafkaedge.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
+				return c.usageError(fs, "%v", problems.Err())
+			}
 			if o.printer, err = newPrinter(format, fmtString, c.stdout); err != nil {
 				return c.usageError(fs, "-f: %v", err)
 			}

@@ -102,6 +102,10 @@ record the topic refuses (over its max.message.bytes) is exit 1, with the count.
 				fmt.Fprintln(c.stderr, "offloader demo: --sizes and -X go with --produce-to")
 				return exitUsage
 			}
+			if problems := kafkaedge.CheckClientProperties("-X", "producer", o.props); len(problems) > 0 {
+				fmt.Fprintf(c.stderr, "offloader demo: %v\n", problems.Err())
+				return exitUsage
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if o.produceTo != "" {

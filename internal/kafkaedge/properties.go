@@ -23,46 +23,45 @@ var quotedProperty = regexp.MustCompile(`property:? "([^"]+)"`)
 // checked together with the others of its side, since some are only valid in
 // combination.
 func CheckProperties(path string, p *config.Pipeline) settings.Problems {
+	problems := CheckClientProperties(path+".kafka.consumer", "consumer", p.Kafka.Consumer)
+	return append(problems, CheckClientProperties(path+".kafka.producer", "producer", p.Kafka.Producer)...)
+}
+
+// CheckClientProperties checks the librdkafka properties of one client,
+// side "consumer" or "producer", each problem at path.NAME.
+func CheckClientProperties(path, side string, properties map[string]string) settings.Problems {
 	var problems settings.Problems
-	for _, side := range []struct {
-		name  string
-		props map[string]string
-	}{{"consumer", p.Kafka.Consumer}, {"producer", p.Kafka.Producer}} {
-		props := map[string]string{}
-		for k, v := range side.props {
-			props[k] = v
+	props := maps.Clone(properties)
+	// Each failure names one property; without it, the others are tried
+	// again, so that every bad one is reported.
+	for len(props) > 0 {
+		msg := tryClient(side, props)
+		if msg == "" {
+			break
 		}
-		// Each failure names one property; without it, the others are tried
-		// again, so that every bad one is reported.
-		for len(props) > 0 {
-			msg := tryClient(side.name, props)
-			if msg == "" {
-				break
-			}
-			name := ""
-			if m := quotedProperty.FindStringSubmatch(msg); m != nil {
-				name = m[1]
-			}
-			name, ours := namedIn(props, name)
-			if !ours {
-				keys := slices.Sorted(maps.Keys(props))
-				problems.Add(path+".kafka."+side.name, "librdkafka refuses these properties (%s): %s", strings.Join(keys, ", "), msg)
-				break
-			}
-			value := props[name]
-			if settings.IsSecret(name) {
-				value = settings.Redacted
-			}
-			switch near := closestProperty(side.name, name); {
-			case isUnknownProperty(msg) && near != "":
-				problems.Add(path+".kafka."+side.name+"."+name, "unknown librdkafka property; did you mean %s?", near)
-			case isUnknownProperty(msg):
-				problems.Add(path+".kafka."+side.name+"."+name, "unknown librdkafka property (librdkafka %s lists its properties in CONFIGURATION.md)", LibraryVersion())
-			default:
-				problems.Add(path+".kafka."+side.name+"."+name, "librdkafka refuses %q: %s", value, msg)
-			}
-			delete(props, name)
+		name := ""
+		if m := quotedProperty.FindStringSubmatch(msg); m != nil {
+			name = m[1]
 		}
+		name, ours := namedIn(props, name)
+		if !ours {
+			keys := slices.Sorted(maps.Keys(props))
+			problems.Add(path, "librdkafka refuses these properties (%s): %s", strings.Join(keys, ", "), msg)
+			break
+		}
+		value := props[name]
+		if settings.IsSecret(name) {
+			value = settings.Redacted
+		}
+		switch near := closestProperty(side, name); {
+		case isUnknownProperty(msg) && near != "":
+			problems.Add(path+"."+name, "unknown librdkafka property; did you mean %s?", near)
+		case isUnknownProperty(msg):
+			problems.Add(path+"."+name, "unknown librdkafka property (librdkafka %s lists its properties in CONFIGURATION.md)", LibraryVersion())
+		default:
+			problems.Add(path+"."+name, "librdkafka refuses %q: %s", value, msg)
+		}
+		delete(props, name)
 	}
 	// librdkafka meets the properties in map order: report them by path.
 	slices.SortStableFunc(problems, func(a, b settings.Problem) int { return strings.Compare(a.Path, b.Path) })
