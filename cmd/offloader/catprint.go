@@ -39,9 +39,6 @@ func (r shownRecord) size() int {
 	if r.meta && r.pointer != nil {
 		return int(r.pointer.Size)
 	}
-	if r.value == nil {
-		return -1
-	}
 	return len(r.value)
 }
 
@@ -81,7 +78,7 @@ type catRecord struct {
 	Key           *string          `json:"key"`
 	KeyEncoding   string           `json:"key_encoding,omitempty"`
 	Headers       []catHeader      `json:"headers"`
-	Value         *string          `json:"value,omitempty"`
+	Value         *string          `json:"value"`
 	ValueEncoding string           `json:"value_encoding,omitempty"`
 	ValueFile     string           `json:"value_file,omitempty"`
 	Size          int              `json:"size"`
@@ -236,7 +233,11 @@ func (p *formatPrinter) print(r shownRecord) error {
 				b = append(b, r.value...)
 			}
 		case 'S':
-			b = strconv.AppendInt(b, int64(r.size()), 10)
+			size := r.size()
+			if r.value == nil && r.pointer == nil {
+				size = -1 // a tombstone, as kcat shows it
+			}
+			b = strconv.AppendInt(b, int64(size), 10)
 		case 'h':
 			for i, h := range r.Headers {
 				if i > 0 {
