@@ -22,6 +22,7 @@ type pendingCommit struct {
 	// run's report once the commit succeeded; tally is what it produced.
 	settled map[Partition]int64
 	tally   tally
+	bytes   int // the batch's input
 }
 
 // flush waits for the batch's transforms, settles the previous commit,
@@ -168,7 +169,7 @@ func (e *Engine) handOff(ctx context.Context, start []Offset) error {
 		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
 	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled(), tally: t}
+	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled(), tally: t, bytes: e.batch.bytes}
 	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
 	go func() { p.done <- e.commit(ctx, offsets, t) }()
 	return nil
@@ -219,6 +220,9 @@ func (e *Engine) settled(ctx context.Context, err error, rewind bool) (aborted b
 			e.report.Committed[part] += n
 		}
 		e.total.add(p.tally, e.opts.Now())
+		if e.opts.Committed != nil {
+			e.opts.Committed(p.settled, p.bytes)
+		}
 		return false, nil
 	}
 	var abort *AbortError

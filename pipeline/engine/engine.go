@@ -88,6 +88,13 @@ type Options struct {
 	// Until, when set, ends the run once every assigned partition it names
 	// has committed up to its offset (a bounded run).
 	Until []Offset
+	// Throttle, when set, is called with each record as it is consumed,
+	// before its transforms start, and may wait (a rate limit). It must
+	// return when its context ends; the record goes on either way.
+	Throttle func(ctx context.Context, rec *pipeline.Record)
+	// Committed, when set, is told of each commit: the records it committed
+	// per partition and the bytes of their keys and values (a progress bar).
+	Committed func(records map[Partition]int64, bytes int)
 	// ShutdownTimeout bounds the final commit after ctx ends.
 	ShutdownTimeout time.Duration
 	Logger          *zap.Logger
@@ -315,6 +322,9 @@ func (e *Engine) pollOnce() error {
 	}
 	if e.batch.len == 0 {
 		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Concurrency, e.isolates)
+	}
+	if e.opts.Throttle != nil {
+		e.opts.Throttle(e.work, rec)
 	}
 	e.batch.note(rec)
 	e.admit(rec)

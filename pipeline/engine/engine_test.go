@@ -166,6 +166,68 @@ func (f *failing) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record
 
 func poison(int) error { return errors.New("not valid JSON") }
 
+// Every output names its source record in the offloader-source header, a
+// retried one its original record; a header of that name on the source
+// record is replaced, not kept beside it.
+func TestOutputsNameTheirSourceRecord(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
+	h.b.write(p0, 3)
+	h.b.write(p1, 2)
+	forged := h.b.log(p1)[1]
+	forged.Headers = append(forged.Headers, pipeline.Header{Key: pointer.HeaderSource, Value: []byte("elsewhere/9/9")})
+	h.untilEnd()
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	if n0, n1 := len(h.b.log(Partition{slim, 0})), len(h.b.log(Partition{slim, 1})); n0 != 3 || n1 != 2 {
+		t.Fatalf("the slim partitions hold %d and %d records, want 3 and 2", n0, n1)
+	}
+	for _, out := range h.b.log(Partition{slim, 0}) {
+		v, _ := out.Header(pointer.HeaderSource)
+		if want := "raw/0/" + strings.TrimPrefix(string(out.Key), "key-"); string(v) != want {
+			t.Errorf("output %q names %q, want %q", out.Value, v, want)
+		}
+	}
+	for _, out := range h.b.log(Partition{slim, 1}) {
+		n := 0
+		for _, hd := range out.Headers {
+			if hd.Key == pointer.HeaderSource {
+				n++
+			}
+		}
+		if v, _ := out.Header(pointer.HeaderSource); n != 1 || string(v) != "raw/1/"+strings.TrimPrefix(string(out.Key), "key-") {
+			t.Errorf("output %q has %d source headers, the first %q", out.Value, n, v)
+		}
+	}
+}
+
+// The throttle sees every record consumed, and Committed every commit: a
+// rate limit and a progress bar see what the run did, and no more.
+func TestTheThrottleAndCommittedHooksSeeEveryRecord(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 25, p0, p1)
+	throttled := 0
+	h.opts.Throttle = func(context.Context, *pipeline.Record) { throttled++ }
+	committed, bytes := map[Partition]int64{}, 0
+	h.opts.Committed = func(records map[Partition]int64, b int) {
+		for p, n := range records {
+			committed[p] += n
+		}
+		bytes += b
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, p := range []Partition{p0, p1} {
+		for _, r := range h.b.log(p) {
+			want += len(r.Key) + len(r.Value)
+		}
+	}
+	if throttled != 50 || committed[p0] != 25 || committed[p1] != 25 || bytes != want {
+		t.Errorf("throttled %d, committed %v and %d bytes; want 50, 25 each and %d", throttled, committed, bytes, want)
+	}
+}
+
 func TestEveryRecordOnceInOrderAndTheBoundedRunStopsAtTheEnd(t *testing.T) {
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1, p2)
 	for _, p := range []Partition{p0, p1, p2} {

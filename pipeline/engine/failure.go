@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
 )
 
 // This file executes the failure policy's decisions (dlt.Policy.Decide).
@@ -38,7 +40,7 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 		if res.Out == nil {
 			return nil, nil
 		}
-		rec := dlt.Clean(res.Out) // a retried record that succeeded leaves its retry headers behind
+		rec := withSource(dlt.Clean(res.Out), in) // a retried record that succeeded leaves its retry headers behind
 		limit := e.opts.SlimLimit
 		if rec.Destination != "" || limit.Bytes <= 0 {
 			return rec, nil
@@ -302,4 +304,14 @@ func (e *Engine) committedOr(start []Offset) ([]Offset, error) {
 		}
 	}
 	return committed, nil
+}
+
+// withSource is out with the offloader-source header naming in, the source
+// record it came from (for a retried record, the original one), replacing
+// any such header out had.
+func withSource(out, in *pipeline.Record) *pipeline.Record {
+	c := out.Clone()
+	c.Headers = slices.DeleteFunc(c.Headers, func(h pipeline.Header) bool { return h.Key == pointer.HeaderSource })
+	c.Headers = append(c.Headers, pipeline.Header{Key: pointer.HeaderSource, Value: pointer.Source(in.Topic, in.Partition, in.Offset)})
+	return c
 }

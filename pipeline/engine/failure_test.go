@@ -186,7 +186,7 @@ func TestAnOversizeOutputNamesItsLimit(t *testing.T) {
 	h.b.write(p0, 3)
 	h.untilEnd()
 	_, err := h.run(nil)
-	want := "raw/0@0: record of 98 bytes (producer estimate) is over the 40 bytes the producer's message.max.bytes (40; kafka.producer in the pipeline file) accepts; raise that limit, or set errors.dead_letter_topic"
+	want := "raw/0@0: record of 123 bytes (producer estimate) is over the 40 bytes the producer's message.max.bytes (40; kafka.producer in the pipeline file) accepts; raise that limit, or set errors.dead_letter_topic"
 	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("got %v, want %q", err, want)
 	}
