@@ -1,0 +1,70 @@
+package migration
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/offloader/offloader/pipeline"
+)
+
+// 100 records of values 1,000 to 100,000 bytes over two partitions, a
+// tombstone and a record that already is a pointer: exact percentiles,
+// offload figures and gate counts.
+func TestAnalysisFigures(t *testing.T) {
+	size := func(n int) int { return pipeline.EstimateSize([]byte("key"), make([]byte, n), nil) }
+	a := NewAnalysis(size(50_000), "payloads",
+		[]Gate{{"producer message.max.bytes", 90_000}, {"consumer receive.message.max.bytes", 1 << 20}}, 3)
+	var total int64
+	for i := 1; i <= 100; i++ {
+		r := &pipeline.Record{Topic: "fat", Partition: int32(i % 2), Offset: int64(i / 2), Key: []byte("key"), Value: bytes.Repeat([]byte{'x'}, i*1000)}
+		a.Add(r)
+		total += int64(size(i * 1000))
+	}
+	// A tombstone stays; a pointer is left as it is.
+	a.Add(&pipeline.Record{Topic: "fat", Partition: 0, Offset: 50, Key: []byte("key")})
+	pointerRecord := &pipeline.Record{Topic: "fat", Partition: 1, Offset: 50, Key: []byte("key"), Value: []byte(`{"v":1}`),
+		Headers: []pipeline.Header{{Key: "large-message", Value: []byte("true")}, {Key: "offloader-pointer", Value: []byte("v1")}}}
+	a.Add(pointerRecord)
+	total += int64(pipeline.EstimateSize([]byte("key"), nil, nil) + pipeline.EstimateRecordSize(pointerRecord))
+	rep := a.Report()
+	if rep.Records != 102 || rep.Bytes != total || len(rep.Partitions) != 2 || rep.Partitions[0].Records != 51 {
+		t.Errorf("records %d bytes %d (want %d), partitions %+v", rep.Records, rep.Bytes, total, rep.Partitions)
+	}
+	if rep.Offload.AlreadyPointers != 1 {
+		t.Errorf("already pointers: %d, want 1", rep.Offload.AlreadyPointers)
+	}
+	if rep.P50 != size(49_000) || rep.P90 != size(90_000) || rep.P99 != size(99_000) || rep.Max != size(100_000) {
+		t.Errorf("p50 %d p90 %d p99 %d max %d, want %d %d %d %d", rep.P50, rep.P90, rep.P99, rep.Max, size(49_000), size(90_000), size(99_000), size(100_000))
+	}
+	// Over the threshold: the values of 51,000 bytes and up.
+	var moved int64
+	for i := 51; i <= 100; i++ {
+		moved += int64(i * 1000)
+	}
+	if rep.Offload.Records != 50 || rep.Offload.Bytes != moved || rep.Offload.SlimBytes >= total-moved+50*1000 {
+		t.Errorf("offload %+v, want 50 records and %d bytes moved", rep.Offload, moved)
+	}
+	// Gates: records over 90,000 bytes (values from 90,000 less the overhead up).
+	want := int64(0)
+	for i := 1; i <= 100; i++ {
+		if size(i*1000) > 90_000 {
+			want++
+		}
+	}
+	if rep.Gates[0].Records != want || rep.Gates[0].First == "" || rep.Gates[1].Records != 0 {
+		t.Errorf("gates %+v, want %d over the first, none over the second", rep.Gates, want)
+	}
+	if len(rep.Largest) != 3 || rep.Largest[0].Size != size(100_000) || rep.Largest[2].Size != size(98_000) {
+		t.Errorf("largest %+v", rep.Largest)
+	}
+	var histogram int64
+	for _, b := range rep.Histogram {
+		histogram += b.Records
+		if b.To != 2*b.From {
+			t.Errorf("bucket %+v is not a power of two wide", b)
+		}
+	}
+	if histogram != 102 || rep.Histogram[0].From != 64 || rep.Histogram[len(rep.Histogram)-1].To != 131072 {
+		t.Errorf("histogram %+v", rep.Histogram)
+	}
+}

@@ -1,0 +1,111 @@
+package migration
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+)
+
+// fixture is a source partition of 10 records (a tombstone at 4, offset 7
+// dead-lettered) and the slim records the pipeline made of them: those
+// over 100 bytes as pointers.
+func fixture() (src, slim, dead []*pipeline.Record) {
+	for i := range 10 {
+		r := &pipeline.Record{Topic: "raw", Partition: 2, Offset: int64(i), Key: fmt.Appendf(nil, "k%d", i),
+			Value: []byte(strings.Repeat("v", 40*i)), Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)),
+			Headers: []pipeline.Header{{Key: "h", Value: []byte("x")}}}
+		if i == 4 {
+			r.Value = nil
+		}
+		src = append(src, r)
+		if i == 7 {
+			dead = append(dead, &pipeline.Record{Topic: "raw.dlt", Headers: []pipeline.Header{
+				{Key: dlt.HeaderTopic, Value: []byte("raw")}, {Key: dlt.HeaderPartition, Value: []byte("2")}, {Key: dlt.HeaderOffset, Value: []byte("7")}}})
+			continue
+		}
+		out := r.Clone()
+		out.Topic, out.Offset = "slim", int64(100+i)
+		if len(r.Value) > 100 {
+			out.Value = []byte(`{"v":1}`)
+			out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderLargeMessage, Value: []byte("true")},
+				pipeline.Header{Key: pointer.HeaderPointer, Value: []byte("v1")})
+		}
+		out.Headers = append(out.Headers, pipeline.Header{Key: pointer.HeaderSource, Value: pointer.Source("raw", 2, int64(i))})
+		slim = append(slim, out)
+	}
+	return src, slim, dead
+}
+
+func check(src, slim, dead []*pipeline.Record, values [][]byte) Result {
+	p := NewParity()
+	for _, r := range src {
+		p.AddSource(r)
+	}
+	for i, r := range slim {
+		if values[i] == nil {
+			p.AddSlim(r, nil)
+			continue
+		}
+		sum := sha256.Sum256(values[i])
+		p.AddSlim(r, &sum)
+	}
+	for _, r := range dead {
+		p.AddDeadLetter(r)
+	}
+	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
+	return res[0]
+}
+
+// originals are the original values of the slim records, as the pointers'
+// sha256 fields (or the inline values) give them.
+func originals(src []*pipeline.Record, slim []*pipeline.Record) [][]byte {
+	var out [][]byte
+	for _, s := range slim {
+		_, _, o, _ := pointer.ParseSource(func() []byte { v, _ := s.Header(pointer.HeaderSource); return v }())
+		out = append(out, src[o].Value)
+	}
+	return out
+}
+
+func TestParityPassesWhenEveryRecordIsThereOnce(t *testing.T) {
+	src, slim, dead := fixture()
+	res := check(src, slim, dead, originals(src, slim))
+	if !res.OK() || res.Source != 10 || res.Slim != 9 || res.DeadLettered != 1 || res.SourceDigest != res.SlimDigest {
+		t.Errorf("%+v, want a pass with 10 = 9 + 1", res)
+	}
+}
+
+// Each planted fault fails the partition and names the offset.
+func TestParityNamesEachFault(t *testing.T) {
+	for name, plant := range map[string]func(src, slim []*pipeline.Record) ([]*pipeline.Record, [][]byte){
+		"offset 3 is missing from the slim topic": func(src, slim []*pipeline.Record) ([]*pipeline.Record, [][]byte) {
+			slim = append(slim[:3:3], slim[4:]...)
+			return slim, originals(src, slim)
+		},
+		"offset 5 differs in the slim topic": func(src, slim []*pipeline.Record) ([]*pipeline.Record, [][]byte) {
+			values := originals(src, slim)
+			values[5] = []byte("altered")
+			return slim, values
+		},
+		"offset 2 is in the slim topic more than once": func(src, slim []*pipeline.Record) ([]*pipeline.Record, [][]byte) {
+			slim = append(slim, slim[2])
+			return slim, originals(src, slim)
+		},
+		"offset 6 differs in the slim topic": func(src, slim []*pipeline.Record) ([]*pipeline.Record, [][]byte) {
+			slim[6] = slim[6].WithHeader("added", []byte("by a step"))
+			return slim, originals(src, slim)
+		},
+	} {
+		src, slim, dead := fixture()
+		slim, values := plant(src, slim)
+		if res := check(src, slim, dead, values); res.OK() || !strings.HasPrefix(res.Problem, name) {
+			t.Errorf("%s: got %q", name, res.Problem)
+		}
+	}
+}
