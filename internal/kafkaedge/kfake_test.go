@@ -178,11 +178,14 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 	bootstrap := startBroker(t, "raw")
 	produce(t, bootstrap, 20)
 	for _, c := range []struct {
-		from Start
-		want int
-		only []int32
-	}{{Start{Offset: Beginning}, 60, nil}, {Start{Offset: 15}, 15, nil}, {Start{Tail: 3}, 9, nil}, {Start{Tail: 3}, 3, []int32{1}}, {Start{Offset: Beginning}, 40, []int32{0, 2}}} {
-		r, err := OpenReader(ReaderOptions{Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"}, Topic: "raw", Partitions: c.only, From: c.from})
+		from  Start
+		want  int
+		only  []int32
+		until map[int32]int64
+	}{{Start{Offset: Beginning}, 60, nil, nil}, {Start{Offset: 15}, 15, nil, nil}, {Start{Tail: 3}, 9, nil, nil},
+		{Start{Tail: 3}, 3, []int32{1}, nil}, {Start{Offset: Beginning}, 40, []int32{0, 2}, nil},
+		{Start{Offset: 5}, 27, nil, map[int32]int64{0: 10, 1: 12, 2: 30}}} {
+		r, err := OpenReader(ReaderOptions{Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"}, Topic: "raw", Partitions: c.only, From: c.from, Until: c.until})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,6 +203,9 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 			}
 			if c.only != nil && !slices.Contains(c.only, rec.Partition) {
 				t.Fatalf("from %+v of partitions %v: read partition %d", c.from, c.only, rec.Partition)
+			}
+			if stop, ok := c.until[rec.Partition]; ok && rec.Offset >= stop {
+				t.Fatalf("until %v: read %d@%d", c.until, rec.Partition, rec.Offset)
 			}
 			if c.from.Tail > 0 && rec.Offset < 20-c.from.Tail {
 				t.Fatalf("the last %d records: read offset %d of 20", c.from.Tail, rec.Offset)

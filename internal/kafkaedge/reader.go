@@ -42,6 +42,9 @@ type ReaderOptions struct {
 	// Follow keeps reading at the end until the context ends; a start at
 	// End always follows.
 	Follow bool
+	// Until, when set, ends a partition before the offset it names: the
+	// records from there on are not returned.
+	Until map[int32]int64
 }
 
 // Reader reads partitions of one topic, read_committed, from a Start: to the
@@ -49,8 +52,10 @@ type ReaderOptions struct {
 // no group and commits nothing.
 type Reader struct {
 	c         *kafka.Consumer
+	topic     string
 	follow    bool
 	remaining map[int32]bool // partitions not read to their end yet
+	until     map[int32]int64
 }
 
 // OpenReader opens a reader.
@@ -69,7 +74,8 @@ func OpenReader(o ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	from := o.From
-	r := &Reader{c: c, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0, remaining: map[int32]bool{}}
+	r := &Reader{c: c, topic: o.Topic, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0,
+		remaining: map[int32]bool{}, until: o.Until}
 	if err := r.assign(o.Topic, o.Partitions, from); err != nil {
 		c.Close()
 		return nil, err
@@ -200,6 +206,15 @@ func (r *Reader) Next(ctx context.Context, timeout time.Duration) (*pipeline.Rec
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
 				return nil, ev.TopicPartition.Error
+			}
+			p := ev.TopicPartition.Partition
+			if stop, ok := r.until[p]; ok && int64(ev.TopicPartition.Offset) >= stop {
+				// Past the end asked for: this partition is done.
+				if r.remaining[p] {
+					delete(r.remaining, p)
+					r.c.Pause([]kafka.TopicPartition{{Topic: &r.topic, Partition: p}})
+				}
+				continue
 			}
 			return toRecord(ev), nil
 		}

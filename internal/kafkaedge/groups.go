@@ -1,0 +1,156 @@
+package kafkaedge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+)
+
+// Groups reads and moves consumer groups' offsets, and the topics'
+// watermarks, through the admin API (offloader migrate).
+type Groups struct {
+	a admin
+}
+
+// OpenGroups opens an admin client with the connection settings of p's
+// consumer.
+func OpenGroups(p *config.Pipeline, log *zap.Logger) (*Groups, error) {
+	a, err := adminClient(p, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Groups{a: a}, nil
+}
+
+// Close closes the admin client.
+func (g *Groups) Close() { g.a.Close() }
+
+// Partitions is the number of partitions of topic (0: it does not exist).
+func (g *Groups) Partitions(topic string) (int, error) {
+	md, err := g.a.GetMetadata(&topic, false, 10_000)
+	if err != nil {
+		return 0, fmt.Errorf("reading the metadata of %s: %w", topic, err)
+	}
+	tm, ok := md.Topics[topic]
+	if !ok || tm.Error.Code() != kafka.ErrNoError {
+		return 0, nil
+	}
+	return len(tm.Partitions), nil
+}
+
+// Watermarks are each partition's first and end offsets, for a reader with
+// read_committed (the end is the last stable offset).
+func (g *Groups) Watermarks(ctx context.Context, topic string, partitions int) (low, high map[int32]int64, err error) {
+	low, high = map[int32]int64{}, map[int32]int64{}
+	for spec, into := range map[kafka.OffsetSpec]map[int32]int64{kafka.EarliestOffsetSpec: low, kafka.LatestOffsetSpec: high} {
+		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+		for p := range partitions {
+			req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = spec
+		}
+		res, err := g.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(kafka.IsolationLevelReadCommitted))
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
+		}
+		for tp, r := range res.ResultInfos {
+			if r.Error.Code() != kafka.ErrNoError {
+				return nil, nil, fmt.Errorf("listing the offsets of %s[%d]: %v", topic, tp.Partition, r.Error)
+			}
+			into[tp.Partition] = int64(r.Offset)
+		}
+	}
+	return low, high, nil
+}
+
+// Committed are group's committed offsets on topic's partitions (a
+// partition without a commit is absent).
+func (g *Groups) Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error) {
+	var tps []kafka.TopicPartition
+	for p := range partitions {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p)})
+	}
+	res, err := g.a.ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}})
+	if err != nil {
+		return nil, fmt.Errorf("reading the offsets of group %s: %w", group, err)
+	}
+	out := map[int32]int64{}
+	for _, gr := range res.ConsumerGroupsTopicPartitions {
+		for _, tp := range gr.Partitions {
+			if tp.Error != nil {
+				return nil, fmt.Errorf("reading the offset of group %s on %s[%d]: %w", group, topic, tp.Partition, tp.Error)
+			}
+			if tp.Offset >= 0 {
+				out[tp.Partition] = int64(tp.Offset)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Members is the number of active members of group and its state.
+func (g *Groups) Members(ctx context.Context, group string) (int, string, error) {
+	res, err := g.a.DescribeConsumerGroups(ctx, []string{group})
+	if err != nil {
+		return 0, "", fmt.Errorf("describing group %s: %w", group, err)
+	}
+	for _, d := range res.ConsumerGroupDescriptions {
+		if d.Error.Code() != kafka.ErrNoError {
+			return 0, "", fmt.Errorf("describing group %s: %v", group, d.Error)
+		}
+		return len(d.Members), d.State.String(), nil
+	}
+	return 0, "", fmt.Errorf("describing group %s: no answer", group)
+}
+
+// Commit sets group's committed offsets on topic. The group must have no
+// active member: the broker refuses otherwise.
+func (g *Groups) Commit(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	var tps []kafka.TopicPartition
+	for p, o := range offsets {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.Offset(o)})
+	}
+	res, err := g.a.AlterConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}})
+	if err != nil {
+		return fmt.Errorf("setting the offsets of group %s: %w", group, err)
+	}
+	for _, gr := range res.ConsumerGroupsTopicPartitions {
+		for _, tp := range gr.Partitions {
+			if tp.Error != nil {
+				return fmt.Errorf("setting the offset of group %s on %s[%d]: %w", group, topic, tp.Partition, tp.Error)
+			}
+		}
+	}
+	return nil
+}
+
+// OffsetsAt are, per partition of topic, the offset of the first record at
+// or after t (the end offset where there is none).
+func (g *Groups) OffsetsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error) {
+	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+	for p := range partitions {
+		req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = kafka.NewOffsetSpecForTimestamp(t.UnixMilli())
+	}
+	res, err := g.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(kafka.IsolationLevelReadCommitted))
+	if err != nil {
+		return nil, fmt.Errorf("looking up the offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err)
+	}
+	_, high, err := g.Watermarks(ctx, topic, partitions)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for tp, r := range res.ResultInfos {
+		if r.Error.Code() != kafka.ErrNoError {
+			return nil, fmt.Errorf("looking up the offset of %s[%d] at %s: %v", topic, tp.Partition, t.Format(time.RFC3339), r.Error)
+		}
+		out[tp.Partition] = int64(r.Offset)
+		if r.Offset < 0 {
+			out[tp.Partition] = high[tp.Partition]
+		}
+	}
+	return out, nil
+}
