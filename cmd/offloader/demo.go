@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -252,7 +251,10 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	defer stopPipeline()
 	done := make(chan error, 1)
 	started = time.Now()
-	go func() { done <- runPipeline(runCtx, p, logger, false, io.Discard) }()
+	go func() {
+		_, err := runPipeline(runCtx, p, logger, runOptions{})
+		done <- err
+	}()
 	got, err := demoConsume(ctx, bootstrap, slim, len(recs), done)
 	elapsed := time.Since(started)
 	stopPipeline()

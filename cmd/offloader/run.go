@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
@@ -121,7 +122,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 				os.Exit(exitFailure)
 			})
 			defer stopWatch()
-			if err := runPipeline(ctx, p, logger, *untilEnd, c.stdout); err != nil {
+			if _, err := runPipeline(ctx, p, logger, runOptions{bounded: *untilEnd, report: c.stdout}); err != nil {
 				logger.Error("pipeline failed", zap.Error(err))
 				return exitFailure
 			}
@@ -131,7 +132,39 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 	}
 }
 
-func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, untilEnd bool, out io.Writer) error {
+// runOptions shape a run beyond its pipeline file.
+type runOptions struct {
+	// bounded stops at the end offsets read at start-up (--until-end), or
+	// at those of the time until.
+	bounded bool
+	until   time.Time
+	// throttle may wait for each record consumed (a records/s limit), and
+	// storeLimit limits the bytes written to the stores per second.
+	throttle   func(context.Context, *pipeline.Record)
+	storeLimit *rate.Limiter
+	// started is told of a bounded run's end offsets once they are read,
+	// and committed of each commit (a progress bar).
+	started   func(until []engine.Offset)
+	committed func(records map[engine.Partition]int64, bytes int)
+	// report, when set, gets a bounded run's per-partition table.
+	report io.Writer
+}
+
+// runResult is what a run did and, bounded, where it was to stop.
+type runResult struct {
+	report engine.Report
+	until  []engine.Offset
+}
+
+func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o runOptions) (runResult, error) {
+	res, err := runEngine(ctx, p, logger, o)
+	if err == nil && o.bounded && o.report != nil {
+		printReport(o.report, res.report, res.until)
+	}
+	return res, err
+}
+
+func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o runOptions) (runResult, error) {
 	logger = logger.With(zap.String("pipeline", p.Name))
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
 	metrics := observability.NewMetrics(p.Name)
@@ -139,7 +172,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	if p.Observability.Listen != "" {
 		addr, err := metrics.Serve(ctx, p.Observability.Listen, 2*time.Minute)
 		if err != nil {
-			return fmt.Errorf("observability.listen %s: %w", p.Observability.Listen, err)
+			return runResult{}, fmt.Errorf("observability.listen %s: %w", p.Observability.Listen, err)
 		}
 		logger.Info("serving /metrics, /healthz and /readyz", zap.String("address", addr.String()))
 	}
@@ -148,11 +181,11 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	defer cancel()
 	topology, err := kafkaedge.Inspect(startCtx, p, logger)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	if _, problems := kafkaedge.CheckLimits(topology.Figures); len(problems) > 0 {
 		if p.Limits == config.LimitsEnforce {
-			return fmt.Errorf("the topics' size limits are not aligned (offloader check -c FILE prints the whole table; limits: warn starts anyway):%s", limitProblems(problems))
+			return runResult{}, fmt.Errorf("the topics' size limits are not aligned (offloader check -c FILE prints the whole table; limits: warn starts anyway):%s", limitProblems(problems))
 		}
 		for _, pr := range problems {
 			logger.Warn("size limits not aligned", zap.String("problem", pr.What), zap.String("fix", pr.Fix))
@@ -172,7 +205,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	if err != nil {
 		// Nothing has been consumed yet: exiting loses nothing, and a
 		// supervisor restarts the instance once the store answers.
-		return fmt.Errorf("nothing was consumed: %w", err)
+		return runResult{}, fmt.Errorf("nothing was consumed: %w", err)
 	}
 	defer func() {
 		for _, s := range open {
@@ -180,6 +213,9 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		}
 	}()
 	for name, s := range open {
+		if o.storeLimit != nil {
+			s = stores.Throttled(s, o.storeLimit)
+		}
 		open[name] = metrics.InstrumentStore(name, s)
 	}
 	deps := transforms.Deps{
@@ -204,18 +240,18 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 			dltCfg.Threshold = settings.Auto
 			o, err := transforms.NewOffload(dltCfg, dltDeps)
 			if err != nil {
-				return fmt.Errorf("offloading dead-letter values: %w", err)
+				return runResult{}, fmt.Errorf("offloading dead-letter values: %w", err)
 			}
 			deadLetterOffload = o
 		}
 		t, err := transforms.New(step.Type, step.Config, deps)
 		if err != nil {
-			return fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
+			return runResult{}, fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
 		}
 		if step.If != nil {
 			pred, err := transforms.NewPredicate(step.If.Type, step.If.Config)
 			if err != nil {
-				return fmt.Errorf("transforms[%d].if (%s): %w", i, step.If.Type, err)
+				return runResult{}, fmt.Errorf("transforms[%d].if (%s): %w", i, step.If.Type, err)
 			}
 			t = pipeline.Gate{Predicate: pred, Negate: step.Negate, Step: t}
 		}
@@ -224,16 +260,24 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 
 	group, session, err := kafkaedge.Connect(ctx, p, logger, metrics)
 	if err != nil {
-		return err
+		return runResult{}, err
 	}
 	var until []engine.Offset
-	if untilEnd {
-		if until, err = group.EndOffsets(topology.SourcePartitions, 30*time.Second); err != nil {
+	if o.bounded {
+		if o.until.IsZero() {
+			until, err = group.EndOffsets(topology.SourcePartitions, 30*time.Second)
+		} else {
+			until, err = group.OffsetsAt(topology.SourcePartitions, o.until, 30*time.Second)
+		}
+		if err != nil {
 			session.Close()
 			group.Close()
-			return err
+			return runResult{}, err
 		}
 		logger.Info("bounded run: stopping once every assigned partition reaches the end offset read now", zap.String("end_offsets", fmt.Sprint(until)))
+		if o.started != nil {
+			o.started(until)
+		}
 	}
 	var offload engine.Offloader
 	if deadLetterOffload != nil {
@@ -254,6 +298,8 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 		DeadLetterOffload:  offload,
 		SourcePartitions:   topology.SourcePartitions,
 		Until:              until,
+		Throttle:           o.throttle,
+		Committed:          o.committed,
 		ShutdownTimeout:    shutdownTimeout,
 		Logger:             logger,
 		Metrics:            metrics,
@@ -285,10 +331,7 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, un
 	if errors.Is(err, engine.ErrFatal) {
 		metrics.SetHealthy(false)
 	}
-	if err == nil && untilEnd {
-		printReport(out, rep, until)
-	}
-	return err
+	return runResult{report: rep, until: until}, err
 }
 
 // slowStoreCall is how long a store call retries before it is logged and

@@ -320,6 +320,37 @@ func (g *Group) EndOffsets(topics map[string]int, timeout time.Duration) ([]engi
 	return out, nil
 }
 
+// OffsetsAt are, per partition of topics, the offset of the first record
+// at or after t, or the end offset where there is none (a bounded run
+// --until a time).
+func (g *Group) OffsetsAt(topics map[string]int, t time.Time, timeout time.Duration) ([]engine.Offset, error) {
+	ends, err := g.EndOffsets(topics, timeout)
+	if err != nil {
+		return nil, err
+	}
+	var tps []kafka.TopicPartition
+	for _, e := range ends {
+		topic := e.Topic
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: e.Partition.Partition, Offset: kafka.Offset(t.UnixMilli())})
+	}
+	found, err := g.c.OffsetsForTimes(tps, int(timeout.Milliseconds()))
+	if err != nil {
+		return nil, fmt.Errorf("looking up the offsets at %s: %w", t.Format(time.RFC3339), err)
+	}
+	at := map[engine.Partition]int64{}
+	for _, tp := range found {
+		if tp.Offset >= 0 {
+			at[engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}] = int64(tp.Offset)
+		}
+	}
+	for i, e := range ends {
+		if o, ok := at[e.Partition]; ok {
+			ends[i].Offset = o
+		}
+	}
+	return ends, nil
+}
+
 // Close leaves the group (Revoked runs inside it) and closes the consumer.
 func (g *Group) Close() error { return g.c.Close() }
 

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/migration"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/transforms"
+)
+
+func analyzeCommand() *command {
+	return &command{
+		name:    "analyze",
+		summary: "what offloading would do to a topic: sizes, largest records, offload figures, size gates broken today",
+		usage:   "[-F FILE | -b BROKERS -t TOPIC] [-p N] [-o START] [--to END] [--sample N] [--threshold SIZE|auto] [--json]",
+		help: `
+Reads a topic (read_committed, without joining a group or changing anything)
+and reports, for people or (--json) for tools:
+
+  - records and bytes per partition;
+  - a size histogram in powers of two, with p50, p90, p99 and the maximum;
+  - the largest records (partition, offset, size, key and header bytes);
+  - what an offload step at the threshold would do: records and bytes moved
+    to the store, and the slim topic's resulting size;
+  - the records that break a size gate today: the producer's
+    message.max.bytes, the topic's max.message.bytes, the broker's
+    message.max.bytes, the topic's max.decompressed.message.bytes (Kafka 4.4),
+    the consumer's fetch.max.bytes and receive.message.max.bytes.
+
+Sizes are the producer's estimate of a record (key, value, headers and record
+framing), the figure the offload step and the gates use.
+
+With -F FILE it reads the pipeline's source topic (-t for another), takes the
+client settings from the file and the threshold from its offload step (auto:
+the slim topic's limit less 4 KiB). Without a file, -b and -t say what to
+read, and --threshold auto takes the producer's default message.max.bytes and
+the broker's limit.
+
+What to read: -p N (repeatable; default every partition), -o START
+(beginning, end, N, -N or @TIME as for cat), --to END (an offset, or @TIME:
+stop each partition there), --sample N (the last N records of each
+partition: quick on a large topic).`,
+		run: func(c *cli, args []string) int {
+			fs := c.flags(find("analyze"))
+			var file, name, bootstrap, topic, from, to, threshold string
+			var sample, top int
+			var asJSON bool
+			props := map[string]string{}
+			var parts []int32
+			var count countOrFile
+			fs.StringVar(&file, "F", "", "pipeline `FILE` (YAML)")
+			fs.Var(&count, "c", "the pipeline `FILE`, as for the other commands")
+			fs.StringVar(&name, "pipeline", "", "pipeline `NAME`; optional when the file defines one")
+			fs.StringVar(&bootstrap, "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
+			fs.StringVar(&topic, "t", "", "`TOPIC` to analyze (default: the pipeline's source topic)")
+			fs.Func("X", "librdkafka consumer `PROP=VALUE`, repeatable", func(s string) error {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("want PROP=VALUE, got %q", s)
+				}
+				props[k] = v
+				return nil
+			})
+			fs.Func("p", "only partition `N`, repeatable", func(s string) error {
+				n, err := strconv.ParseInt(s, 10, 32)
+				if err != nil || n < 0 {
+					return fmt.Errorf("want a partition number, got %q", s)
+				}
+				parts = append(parts, int32(n))
+				return nil
+			})
+			fs.StringVar(&from, "o", "beginning", "`START`: beginning, N, -N or @TIME")
+			fs.StringVar(&to, "to", "", "`END` of each partition: an offset or @TIME (default: its end now)")
+			fs.IntVar(&sample, "sample", 0, "only the last `N` records of each partition")
+			fs.StringVar(&threshold, "threshold", "", "offload threshold: a `SIZE` or auto (default: the pipeline's, else auto)")
+			fs.IntVar(&top, "top", 10, "how many of the largest records to list")
+			fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+			if code, ok := c.parse(fs, args); !ok {
+				return code
+			}
+			if count.file != "" {
+				file = count.file
+			}
+			start, err := parseStart(from)
+			switch {
+			case err != nil:
+				return c.usageError(fs, "-o: %v", err)
+			case start.Offset == kafkaedge.End && start.Time.IsZero() && start.Tail == 0:
+				return c.usageError(fs, "-o end reads nothing to analyze: give beginning, N, -N or @TIME")
+			case sample < 0 || top < 0:
+				return c.usageError(fs, "--sample and --top must not be negative")
+			case file == "" && (bootstrap == "" || topic == ""):
+				return c.usageError(fs, "say what to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
+			}
+			if sample > 0 {
+				start = kafkaedge.Start{Tail: int64(sample)}
+			}
+			if problems := kafkaedge.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
+				return c.usageError(fs, "%v", problems.Err())
+			}
+			p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}
+			if file != "" {
+				var code int
+				var ok bool
+				if p, code, ok = c.loadPipeline(fs.Name(), pipelineSource{file: &file, name: &name}); !ok {
+					return code
+				}
+				if bootstrap != "" {
+					p.Kafka.BootstrapServers = bootstrap
+				}
+				for k, v := range props {
+					p.Kafka.Consumer[k] = v
+				}
+				if topic == "" {
+					if len(p.Source.Topics) > 1 {
+						return c.usageError(fs, "the pipeline reads %d topics: say which with -t", len(p.Source.Topics))
+					}
+					topic = p.Source.Topics[0]
+				}
+			}
+			p.Source.Topics = []string{topic}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			a := analyzeOptions{topic: topic, parts: parts, from: start, to: to, threshold: threshold, top: top}
+			rep, err := c.analyze(ctx, p, a)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
+				if errors.Is(err, errUsage) {
+					return exitUsage
+				}
+				return exitFailure
+			}
+			if asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(rep)
+				return exitOK
+			}
+			printAnalysis(c.stdout, rep)
+			return exitOK
+		},
+	}
+}
+
+var errUsage = errors.New("usage")
+
+type analyzeOptions struct {
+	topic         string
+	parts         []int32
+	from          kafkaedge.Start
+	to, threshold string
+	top           int
+}
+
+// analysisReport is analyze's output: what was read, and the figures.
+type analysisReport struct {
+	Topic     string  `json:"topic"`
+	Threshold string  `json:"threshold_source"`
+	Elapsed   float64 `json:"seconds"`
+	migration.Report
+}
+
+func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions) (analysisReport, error) {
+	logger, err := observability.NewLogger("console", "warn")
+	if err != nil {
+		return analysisReport{}, err
+	}
+	defer logger.Sync()
+	surveyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	f, err := kafkaedge.Survey(surveyCtx, p, logger)
+	if err != nil {
+		return analysisReport{}, err
+	}
+	src := f.Sources[0]
+	if !src.Exists {
+		return analysisReport{}, fmt.Errorf("topic %s does not exist on %s", o.topic, p.Kafka.BootstrapServers)
+	}
+	threshold, why, err := analysisThreshold(p, f, o.threshold)
+	if err != nil {
+		return analysisReport{}, err
+	}
+	fetchMax := 52428800
+	if v, ok := p.Kafka.Consumer["fetch.max.bytes"]; ok {
+		fetchMax, _ = strconv.Atoi(v)
+	}
+	gates := []migration.Gate{
+		{Name: "producer message.max.bytes", Limit: f.ProducerMaxMessageBytes},
+		{Name: "topic max.message.bytes", Limit: src.MaxMessageBytes},
+	}
+	if f.BrokerMessageMaxBytes > 0 {
+		gates = append(gates, migration.Gate{Name: "broker message.max.bytes", Limit: f.BrokerMessageMaxBytes})
+	}
+	if src.MaxDecompressedBytes > 0 {
+		gates = append(gates, migration.Gate{Name: "topic max.decompressed.message.bytes", Limit: src.MaxDecompressedBytes})
+	}
+	gates = append(gates, migration.Gate{Name: "consumer fetch.max.bytes", Limit: fetchMax},
+		migration.Gate{Name: "consumer receive.message.max.bytes", Limit: f.ConsumerReceiveMaxBytes})
+	until, err := analysisEnd(ctx, p, o.topic, src.Partitions, o.to)
+	if err != nil {
+		return analysisReport{}, err
+	}
+	store := "payloads"
+	for name := range p.Stores {
+		store = name
+	}
+	a := migration.NewAnalysis(threshold, store, gates, o.top)
+	started := time.Now()
+	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
+		Topic: o.topic, Partitions: o.parts, From: o.from, Until: until})
+	if err != nil {
+		return analysisReport{}, err
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next(ctx, time.Second)
+		if errors.Is(err, kafkaedge.ErrEnd) {
+			break
+		}
+		if err != nil {
+			return analysisReport{}, fmt.Errorf("reading %s: %w", o.topic, err)
+		}
+		if rec != nil {
+			a.Add(rec)
+		}
+	}
+	return analysisReport{Topic: o.topic, Threshold: why, Elapsed: time.Since(started).Seconds(), Report: a.Report()}, nil
+}
+
+// analysisThreshold is the threshold to analyze at and where it comes from.
+func analysisThreshold(p *config.Pipeline, f *kafkaedge.Figures, flag string) (int, string, error) {
+	auto := func() (int, string) {
+		if f.Slim.Exists {
+			limit := f.Threshold + int(transforms.AutoThresholdHeadroom)
+			if f.Threshold == 0 {
+				limit = min(f.ProducerMaxMessageBytes, f.Slim.MaxMessageBytes)
+			}
+			return transforms.AutoThreshold(limit), fmt.Sprintf("auto: the slim topic %s's limit less %s", f.Slim.Name, transforms.AutoThresholdHeadroom)
+		}
+		limit := f.ProducerMaxMessageBytes
+		if f.BrokerMessageMaxBytes > 0 {
+			limit = min(limit, f.BrokerMessageMaxBytes)
+		}
+		return transforms.AutoThreshold(limit), fmt.Sprintf("auto: the producer's message.max.bytes and the broker's message.max.bytes (%d) less %s", limit, transforms.AutoThresholdHeadroom)
+	}
+	switch flag {
+	case "auto":
+		t, why := auto()
+		return t, why, nil
+	case "":
+		for _, s := range p.Transforms {
+			if c, ok := s.Config.(*transforms.OffloadConfig); ok {
+				if c.Threshold.IsAuto() {
+					t, why := auto()
+					return t, why, nil
+				}
+				return int(c.Threshold), "the pipeline's offload step: " + settings.Size(c.Threshold).String(), nil
+			}
+		}
+		t, why := auto()
+		return t, why, nil
+	}
+	size, err := settings.ParseSize(flag)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: --threshold: %v", errUsage, err)
+	}
+	return int(size), "--threshold " + flag, nil
+}
+
+// analysisEnd is where each partition's reading stops (nil: at its end).
+func analysisEnd(ctx context.Context, p *config.Pipeline, topic string, partitions int, to string) (map[int32]int64, error) {
+	if to == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(to, "@") {
+		at, err := parseStart(to)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --to: %v", errUsage, err)
+		}
+		g, err := kafkaedge.OpenGroups(p, zap.NewNop())
+		if err != nil {
+			return nil, err
+		}
+		defer g.Close()
+		return g.OffsetsAt(ctx, topic, partitions, at.Time)
+	}
+	n, err := strconv.ParseInt(to, 10, 64)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%w: --to wants an offset or @TIME, got %q", errUsage, to)
+	}
+	until := map[int32]int64{}
+	for part := range int32(partitions) {
+		until[part] = n
+	}
+	return until, nil
+}
+
+func printAnalysis(w io.Writer, r analysisReport) {
+	fmt.Fprintf(w, "topic %s: %d records, %s, read in %.1fs\n\n", r.Topic, r.Records, bytesIEC(r.Bytes), r.Elapsed)
+	if r.Records == 0 {
+		fmt.Fprintln(w, "nothing to analyze in the range read")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PARTITION\tRECORDS\tBYTES\t")
+	for _, p := range r.Partitions {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t\n", p.Partition, p.Records, bytesIEC(p.Bytes))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nrecord sizes: p50 %s, p90 %s, p99 %s, max %s\n", bytesIEC(int64(r.P50)), bytesIEC(int64(r.P90)), bytesIEC(int64(r.P99)), bytesIEC(int64(r.Max)))
+	var most int64
+	for _, b := range r.Histogram {
+		most = max(most, b.Records)
+	}
+	for _, b := range r.Histogram {
+		bar := strings.Repeat("#", int((b.Records*40+most-1)/most))
+		if b.Records == 0 {
+			bar = ""
+		}
+		fmt.Fprintf(w, "  %9s - %-9s %8d %s\n", bytesIEC(int64(b.From)), bytesIEC(int64(b.To)), b.Records, bar)
+	}
+	fmt.Fprintf(w, "\nlargest records:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PARTITION\tOFFSET\tSIZE\tKEY BYTES\tHEADER BYTES")
+	for _, l := range r.Largest {
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%d\t%d\n", l.Partition, l.Offset, bytesIEC(int64(l.Size)), l.KeyBytes, l.HeaderBytes)
+	}
+	tw.Flush()
+	o := r.Offload
+	fmt.Fprintf(w, "\noffloading at %s (%s):\n", bytesIEC(int64(o.Threshold)), r.Threshold)
+	fmt.Fprintf(w, "  %d records (%.1f%%) offloaded, %s to the store\n", o.Records, 100*float64(o.Records)/float64(r.Records), bytesIEC(o.Bytes))
+	fmt.Fprintf(w, "  slim topic %s (%.1f%% of %s)", bytesIEC(o.SlimBytes), 100*float64(o.SlimBytes)/float64(max(r.Bytes, 1)), bytesIEC(r.Bytes))
+	if o.AlreadyPointers > 0 {
+		fmt.Fprintf(w, "; %d records already are pointers", o.AlreadyPointers)
+	}
+	fmt.Fprintf(w, "\n\nsize gates today:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  GATE\tLIMIT\tRECORDS OVER\tFIRST")
+	for _, g := range r.Gates {
+		first := g.First
+		if first == "" {
+			first = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\n", g.Name, g.Limit, g.Records, first)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pipeline/engine"
+)
+
+func migrateCommand() *command {
+	return &command{
+		name:    "migrate",
+		summary: "move an existing fat topic's history to the slim topic, verify it, move consumer groups over",
+		usage:   "-c FILE [--pipeline NAME] [--until TIME] [--start-from S] [--max-mb-per-s N] [--max-records-per-s N] [--deep] | verify ... | translate-offsets ...",
+		help: `
+Migrates the history of the pipeline's source topics into its slim topic:
+a bounded run of the same exactly-once engine as 'offloader run', with the
+pipeline's own consumer group, that stops by itself at the end offsets read
+when it starts (or, with --until, at the first record after that time), then
+checks parity. Records are copied one to one per partition, partition, key,
+timestamp and headers kept, each slim record naming its source record in the
+offloader-source header. Records that already are pointers pass through.
+
+It is resumable: progress is the group's committed offsets, written in the
+same transactions as the slim records. Kill it at any point (kill -9
+included) and run the same command again: it goes on where the last commit
+left it, without duplicates. Once it is done, 'offloader run' with the same
+file continues at the migration's end offsets, with no gap or overlap.
+
+A group that never committed starts as source.start_from says (earliest by
+default: the whole history); --start-from overrides it for this run
+(earliest, latest or an RFC 3339 time).
+
+Rate limits, to run beside production traffic: --max-mb-per-s bounds the
+bytes written to the payload stores per second (MB = 10^6 bytes),
+--max-records-per-s the records read per second.
+
+Progress: a bar on a terminal (records, rate, time left); otherwise a log line
+every 30s. When it has reached the end it checks parity per source partition
+(see verify) and prints the table; exit 1 on a mismatch. Exit 0 when
+interrupted (SIGTERM, SIGINT) after the batch in hand was committed: run it
+again to go on.
+
+offloader migrate verify -c FILE [--deep]
+  Checks, per source partition, the records the group has committed: the
+  count of source records equals the slim records plus the dead-lettered
+  ones, and a digest over (key, original value SHA-256, headers, timestamp)
+  in source order equals the one over the slim records (pointers by their
+  sha256 field; --deep downloads each payload and checks it too). It names
+  the first offset missing, duplicated or different. The chain must keep
+  records as they are (offload, compress_inline); records still waiting on a
+  retry topic count as missing. Exit 1 on a mismatch.
+
+offloader migrate translate-offsets -c FILE --group G [--execute]
+  Moves consumer group G (a consumer of the fat topic) to the slim topic:
+  on each slim partition its offset becomes exactly the first record whose
+  source record G had not consumed, found through offloader-source (no
+  approximation by time). Records that went to the dead-letter topic are
+  passed over; a partition G never committed on is left as it is. It prints
+  the plan; --dry-run (the default) changes nothing, --execute applies it.
+  It refuses a group with active members: stop its consumers first.`,
+		run: func(c *cli, args []string) int {
+			if len(args) > 0 {
+				switch args[0] {
+				case "verify":
+					return c.migrateVerify(args[1:])
+				case "translate-offsets":
+					return c.translateOffsets(args[1:])
+				}
+			}
+			fs := c.flags(find("migrate"))
+			src := c.pipelineFlags(fs)
+			until := fs.String("until", "", "stop at the first record at or after this RFC 3339 `TIME` (default: the end offsets at start-up)")
+			startFrom := fs.String("start-from", "", "where a group without a commit starts: earliest, latest or an RFC 3339 time (default: source.start_from)")
+			mbps := fs.Float64("max-mb-per-s", 0, "bytes written to the payload stores per second, in `MB` (10^6 bytes); 0: no limit")
+			rps := fs.Float64("max-records-per-s", 0, "records read per second; 0: no limit")
+			deep := fs.Bool("deep", false, "parity: download every payload and check its SHA-256")
+			noVerify := fs.Bool("no-verify", false, "skip the parity check at the end")
+			if code, ok := c.parse(fs, args); !ok {
+				return code
+			}
+			var untilTime time.Time
+			if *until != "" {
+				t, err := time.Parse(time.RFC3339, *until)
+				if err != nil {
+					return c.usageError(fs, "--until needs an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", *until)
+				}
+				untilTime = t
+			}
+			if *mbps < 0 || *rps < 0 {
+				return c.usageError(fs, "rate limits must not be negative")
+			}
+			p, code, ok := c.loadPipeline(fs.Name(), src)
+			if !ok {
+				return code
+			}
+			if *startFrom != "" {
+				if _, err := time.Parse(time.RFC3339, *startFrom); err != nil && *startFrom != config.StartEarliest && *startFrom != config.StartLatest {
+					return c.usageError(fs, "--start-from must be earliest, latest or an RFC 3339 time, got %q", *startFrom)
+				}
+				p.Source.StartFrom = *startFrom
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			terminal := isTerminal(c.stderr)
+			level := p.Observability.LogLevel
+			format := p.Observability.LogFormat
+			if terminal {
+				format, level = "console", "warn" // the bar says how it goes
+			}
+			logger, err := observability.NewLogger(format, level)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
+				return exitUsage
+			}
+			defer logger.Sync()
+			o := runOptions{bounded: true, until: untilTime, report: c.stdout}
+			if *rps > 0 {
+				l := rate.NewLimiter(rate.Limit(*rps), max(1, int(*rps/10)))
+				o.throttle = func(ctx context.Context, _ *pipeline.Record) { l.Wait(ctx) }
+			}
+			if *mbps > 0 {
+				bytesPerSecond := *mbps * 1e6
+				o.storeLimit = rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, min(1<<20, int(bytesPerSecond/10))))
+			}
+			if terminal {
+				bar := newMigrationBar(c.stderr, p)
+				o.started, o.committed = bar.start, bar.add
+				defer bar.finish()
+			}
+			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
+			if err != nil {
+				logger.Error("migration failed", zap.Error(err))
+				fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
+				return exitFailure
+			}
+			if !res.report.ReachedEnd {
+				fmt.Fprintln(c.stdout, "migration interrupted: what was committed stays; run the same command again to go on")
+				return exitOK
+			}
+			if *noVerify {
+				return exitOK
+			}
+			return c.verify(context.Background(), p, *deep, logger)
+		},
+	}
+}
+
+// migrationBar is migrate's progress on a terminal: records committed of
+// those to the end offsets.
+type migrationBar struct {
+	w   io.Writer
+	p   *config.Pipeline
+	bar *progressbar.ProgressBar
+}
+
+func newMigrationBar(w io.Writer, p *config.Pipeline) *migrationBar { return &migrationBar{w: w, p: p} }
+
+// start sizes the bar: the records from where the group stands (its
+// commits, or each partition's start) to the end offsets. Offsets count
+// commit markers too, so the bar may finish a little short of its end.
+func (b *migrationBar) start(until []engine.Offset) {
+	var total int64
+	for _, o := range until {
+		total += o.Offset
+	}
+	if g, err := kafkaedge.OpenGroups(b.p, zap.NewNop()); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for _, topic := range b.p.Source.Topics {
+			n, _ := g.Partitions(topic)
+			committed, _ := g.Committed(ctx, b.p.Source.Group, topic, n)
+			low, _, _ := g.Watermarks(ctx, topic, n)
+			for part := range int32(n) {
+				if c, ok := committed[part]; ok {
+					total -= c
+				} else {
+					total -= low[part]
+				}
+			}
+		}
+		cancel()
+		g.Close()
+	}
+	b.bar = progressbar.NewOptions64(max(total, 0),
+		progressbar.OptionSetWriter(b.w), progressbar.OptionSetDescription("migrating"),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("records"),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionFullWidth(), progressbar.OptionShowDescriptionAtLineEnd())
+}
+
+func (b *migrationBar) add(records map[engine.Partition]int64, bytes int) {
+	if b.bar == nil {
+		return
+	}
+	var n int64
+	for _, r := range records {
+		n += r
+	}
+	b.bar.Add64(n)
+	b.bar.Describe("migrating, " + bytesIEC(int64(bytes)) + " in the last batch")
+}
+
+func (b *migrationBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+		fmt.Fprintln(b.w)
+	}
+}
+

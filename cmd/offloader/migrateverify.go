@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/migration"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/resolver"
+)
+
+var verifyCommand = &command{
+	name:  "migrate verify",
+	usage: "-c FILE [--pipeline NAME] [--deep]",
+	help: `
+Checks the parity of what the pipeline's group has committed: per source
+partition, source records = slim records + dead-lettered ones, and the same
+digest over (key, original value SHA-256, headers, timestamp) in source order.
+--deep also downloads every payload and checks its SHA-256. Exit 1 on a
+mismatch, naming the partition and the first offset that differs.`,
+}
+
+func (c *cli) migrateVerify(args []string) int {
+	fs := c.flags(verifyCommand)
+	src := c.pipelineFlags(fs)
+	deep := fs.Bool("deep", false, "download every payload and check its SHA-256")
+	if code, ok := c.parse(fs, args); !ok {
+		return code
+	}
+	p, code, ok := c.loadPipeline("migrate verify", src)
+	if !ok {
+		return code
+	}
+	logger, err := observability.NewLogger("console", "warn")
+	if err != nil {
+		return exitFailure
+	}
+	defer logger.Sync()
+	return c.verify(context.Background(), p, *deep, logger)
+}
+
+// verify checks parity and prints the table; it returns the exit code.
+func (c *cli) verify(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) int {
+	started := time.Now()
+	results, malformed, err := checkParity(ctx, p, deep, logger)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "offloader migrate verify: %v\n", err)
+		return exitFailure
+	}
+	failed := printParity(c.stdout, results)
+	if malformed > 0 {
+		fmt.Fprintf(c.stdout, "note: %d slim records name no source record (no offloader-source header): written by something else, or before the header existed\n", malformed)
+	}
+	how := "pointers checked by their sha256 field"
+	if deep {
+		how = "every payload downloaded and checked"
+	}
+	if failed > 0 {
+		fmt.Fprintf(c.stdout, "parity FAILED on %d of %d partitions (%s, %s)\n", failed, len(results), how, time.Since(started).Round(time.Millisecond))
+		return exitFailure
+	}
+	fmt.Fprintf(c.stdout, "parity OK: %d partitions, every source record is in the slim topic once or dead-lettered (%s, %s)\n", len(results), how, time.Since(started).Round(time.Millisecond))
+	return exitOK
+}
+
+func printParity(w io.Writer, results []migration.Result) (failed int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tOFFSETS\tSOURCE\tSLIM\tDEAD-LETTERED\tDIGEST\tVERDICT")
+	for _, r := range results {
+		verdict := "ok"
+		if !r.OK() {
+			verdict, failed = "FAILS: "+r.Problem, failed+1
+		}
+		fmt.Fprintf(tw, "%s\t%d-%d\t%d\t%d\t%d\t%s\t%s\n", r.Partition, r.From, r.To, r.Source, r.Slim, r.DeadLettered, hex.EncodeToString(r.SlimDigest[:6]), verdict)
+	}
+	tw.Flush()
+	return failed
+}
+
+// checkParity reads the slim and dead-letter topics whole, then each source
+// partition over the range the group committed.
+func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) ([]migration.Result, int, error) {
+	groups, err := kafkaedge.OpenGroups(p, logger)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer groups.Close()
+	var res *resolver.Resolver
+	if deep {
+		open, err := p.OpenStores(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		res = resolver.New(resolver.Options{Stores: open, MaxSize: 1 << 30})
+		defer res.Close()
+	} else {
+		res = resolver.New(resolver.Options{}) // inline codecs only: no store is read
+	}
+	parity := migration.NewParity()
+	first := map[migration.Partition]int64{} // the lowest source offset the outputs name
+	note := func(k migration.Partition, o int64) {
+		if f, ok := first[k]; !ok || o < f {
+			first[k] = o
+		}
+	}
+	err = readTopic(ctx, p, p.SlimTopic, nil, func(r *pipeline.Record) error {
+		sum, err := originalSHA(ctx, res, r, deep)
+		if err != nil {
+			return fmt.Errorf("%s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		parity.AddSlim(r, sum)
+		if v, ok := r.Header(pointer.HeaderSource); ok {
+			if t, part, o, err := pointer.ParseSource(v); err == nil {
+				note(migration.Partition{Topic: t, Partition: part}, o)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if d := p.Errors.DeadLetterTopic; d != "" {
+		if n, err := groups.Partitions(d); err == nil && n > 0 {
+			if err := readTopic(ctx, p, d, nil, func(r *pipeline.Record) error { parity.AddDeadLetter(r); return nil }); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	ranges := map[migration.Partition]migration.Range{}
+	for _, topic := range p.Source.Topics {
+		n, err := groups.Partitions(topic)
+		if err != nil {
+			return nil, 0, err
+		}
+		committed, err := groups.Committed(ctx, p.Source.Group, topic, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		low, _, err := groups.Watermarks(ctx, topic, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		// Where the group started: the first record still in the topic
+		// (start_from: earliest), the first at the start time, or (latest:
+		// unknown here) the first the outputs name.
+		start := low
+		if t, ok := p.Source.StartTime(); ok {
+			if start, err = groups.OffsetsAt(ctx, topic, n, t); err != nil {
+				return nil, 0, err
+			}
+		}
+		until := map[int32]int64{}
+		for part := range int32(n) {
+			k := migration.Partition{Topic: topic, Partition: part}
+			to, ok := committed[part]
+			if !ok {
+				continue // the group never committed here: nothing to check
+			}
+			from := max(start[part], low[part])
+			if p.Source.Start() == config.StartLatest {
+				from = to
+				if f, seen := first[k]; seen {
+					from = max(f, low[part])
+				}
+			}
+			ranges[k] = migration.Range{From: from, To: to}
+			until[part] = to
+		}
+		if len(until) == 0 {
+			continue
+		}
+		err = readTopic(ctx, p, topic, until, func(r *pipeline.Record) error {
+			if rg, ok := ranges[migration.Partition{Topic: r.Topic, Partition: r.Partition}]; ok && r.Offset >= rg.From {
+				parity.AddSource(r)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	results, malformed := parity.Check(ranges)
+	return results, malformed, nil
+}
+
+// originalSHA is the SHA-256 of a slim record's original value: a pointer's
+// sha256 field (or, deep, the payload's, downloaded and verified), an inline
+// value's own (decompressed first). nil: a tombstone.
+func originalSHA(ctx context.Context, res *resolver.Resolver, r *pipeline.Record, deep bool) (*[32]byte, error) {
+	if pointer.IsPointer(r.Header) && !deep {
+		if err := pointer.CheckVersion(r.Header); err != nil {
+			return nil, err
+		}
+		ptr, err := pointer.Decode(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		var sum [32]byte
+		if b, err := hex.DecodeString(ptr.SHA256); err != nil || len(b) != 32 {
+			return nil, errors.New("the pointer's sha256 is not 64 hex digits")
+		} else {
+			copy(sum[:], b)
+		}
+		return &sum, nil
+	}
+	out, err := res.Resolve(ctx, r.Value, r.Header)
+	if err != nil {
+		return nil, err
+	}
+	if out.Value == nil && r.Value == nil {
+		return nil, nil
+	}
+	sum := sha256.Sum256(out.Value)
+	return &sum, nil
+}
+
+// readTopic calls each for every record of topic, read_committed, to the end
+// (or, per partition, to until).
+func readTopic(ctx context.Context, p *config.Pipeline, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
+	var parts []int32
+	for part := range until {
+		parts = append(parts, part)
+	}
+	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
+		Topic: topic, Partitions: parts, From: kafkaedge.Start{Offset: kafkaedge.Beginning}, Until: until})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next(ctx, time.Second)
+		switch {
+		case errors.Is(err, kafkaedge.ErrEnd):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", topic, err)
+		case rec != nil:
+			if err := each(rec); err != nil {
+				return err
+			}
+		}
+	}
+}
