@@ -218,4 +218,3 @@ func (b *migrationBar) finish() {
 		fmt.Fprintln(b.w)
 	}
 }
-
