@@ -94,6 +94,9 @@ func (p Partition) String() string { return p.Topic + "[" + strconv.Itoa(int(p.P
 type entry struct {
 	offset int64
 	digest Digest
+	// broken says why the slim record's value is not what its pointer
+	// claims ("" when it is).
+	broken string
 }
 
 // Parity compares a source range with what the pipeline made of it: the slim
@@ -114,7 +117,7 @@ func NewParity() *Parity {
 // AddSource adds a raw record of the range checked.
 func (p *Parity) AddSource(r *pipeline.Record) {
 	k := Partition{r.Topic, r.Partition}
-	p.source[k] = append(p.source[k], entry{r.Offset, SourceDigest(r)})
+	p.source[k] = append(p.source[k], entry{offset: r.Offset, digest: SourceDigest(r)})
 }
 
 // AddSlim adds a slim record and the SHA-256 of its original value (nil: a
@@ -128,7 +131,21 @@ func (p *Parity) AddSlim(r *pipeline.Record, valueSHA *[32]byte) {
 		return
 	}
 	k := Partition{topic, partition}
-	p.slim[k] = append(p.slim[k], entry{offset, SlimDigest(r, valueSHA)})
+	p.slim[k] = append(p.slim[k], entry{offset: offset, digest: SlimDigest(r, valueSHA)})
+}
+
+// AddBrokenSlim adds a slim record whose original value could not be
+// checked (its payload is missing or does not match its pointer): its
+// source offset fails with why.
+func (p *Parity) AddBrokenSlim(r *pipeline.Record, why string) {
+	v, _ := r.Header(pointer.HeaderSource)
+	topic, partition, offset, err := pointer.ParseSource(v)
+	if err != nil {
+		p.malformed++
+		return
+	}
+	k := Partition{topic, partition}
+	p.slim[k] = append(p.slim[k], entry{offset: offset, broken: why})
 }
 
 // AddDeadLetter adds a record of the dead-letter topic; one that names no
@@ -211,6 +228,9 @@ func (p *Parity) check(k Partition, r Range) Result {
 		switch {
 		case i < len(slim) && slim[i].offset == s.offset:
 			hl.Write(slim[i].digest[:])
+			if slim[i].broken != "" && res.Problem == "" {
+				res.Problem = fmt.Sprintf("offset %d: %s", s.offset, slim[i].broken)
+			}
 			if slim[i].digest != s.digest && res.Problem == "" {
 				res.Problem = fmt.Sprintf("offset %d differs in the slim topic (key, value, headers or timestamp)", s.offset)
 			}

@@ -109,3 +109,32 @@ func TestParityNamesEachFault(t *testing.T) {
 		}
 	}
 }
+
+// A slim record whose payload does not resolve fails its offset with why.
+func TestParityNamesABrokenPayload(t *testing.T) {
+	src, slim, dead := fixture()
+	p := NewParity()
+	for _, r := range src {
+		p.AddSource(r)
+	}
+	values := originals(src, slim)
+	for i, r := range slim {
+		if i == 3 {
+			p.AddBrokenSlim(r, "payload does not match the pointer")
+			continue
+		}
+		if values[i] == nil {
+			p.AddSlim(r, nil)
+			continue
+		}
+		sum := sha256.Sum256(values[i])
+		p.AddSlim(r, &sum)
+	}
+	for _, r := range dead {
+		p.AddDeadLetter(r)
+	}
+	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
+	if res[0].OK() || res[0].Problem != "offset 3: payload does not match the pointer" {
+		t.Errorf("got %q", res[0].Problem)
+	}
+}

@@ -117,10 +117,14 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 	}
 	err = readTopic(ctx, p, p.SlimTopic, nil, func(r *pipeline.Record) error {
 		sum, err := originalSHA(ctx, res, r, deep)
-		if err != nil {
-			return fmt.Errorf("%s[%d]@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return err
+		case err != nil:
+			parity.AddBrokenSlim(r, fmt.Sprintf("the slim record %s[%d]@%d does not resolve: %v", r.Topic, r.Partition, r.Offset, err))
+		default:
+			parity.AddSlim(r, sum)
 		}
-		parity.AddSlim(r, sum)
 		if v, ok := r.Header(pointer.HeaderSource); ok {
 			if t, part, o, err := pointer.ParseSource(v); err == nil {
 				note(migration.Partition{Topic: t, Partition: part}, o)
