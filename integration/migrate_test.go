@@ -324,11 +324,11 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}
 	var rep struct {
-		Records    int64
-		Partitions []struct{ Records int64 }
+		Records            int64
+		Partitions         []struct{ Records int64 }
 		P50, P90, P99, Max int
-		Largest    []struct{ Size int }
-		Offload    struct {
+		Largest            []struct{ Size int }
+		Offload            struct {
 			Records int64 `json:"records_offloaded"`
 			Bytes   int64 `json:"store_bytes"`
 		}
