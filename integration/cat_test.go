@@ -200,7 +200,7 @@ pipelines:
 	})
 	t.Run("-f format string, escaped", func(t *testing.T) {
 		code, out, errOut := cat("-p", "0", "-o", "-1", "-f", `%t|%p|%o|%k|%K|%h|%S|%P\n`, "--store", store)
-		want := fmt.Sprintf(`%s|0|4|8\x00\xff\\k\x1b|6|bin=\x01\xfeh\x0a,n=8|7|`+"\n", slim)
+		want := fmt.Sprintf(`%s|0|4|8\x00\xff\\k\x1b|6|bin=\x01\xfeh\x0a,n=8,offloader-source=%s/0/4|7|`+"\n", slim, raw)
 		if code != 0 || out != want {
 			t.Errorf("exit %d, printed %q, want %q\n%s", code, out, want, errOut)
 		}

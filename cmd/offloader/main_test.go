@@ -110,6 +110,14 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-X", "fetch.max.bytez=1"}, exitUsage, "-X.fetch.max.bytez: unknown librdkafka property; did you mean fetch.max.bytes?"},
 		{[]string{"demo", "--bootstrap", "h:1", "--produce-to", "t", "-X", "linger.ms=soon"}, exitUsage, `-X.linger.ms: librdkafka refuses "soon"`},
 		{[]string{"demo", "--produce-to", "t"}, exitUsage, "--produce-to needs --bootstrap HOST:PORT"},
+		{[]string{"migrate", "-c", "x.yaml", "--until", "tomorrow"}, exitUsage, "--until needs an RFC 3339 time"},
+		{[]string{"migrate", "-c", "x.yaml", "--max-mb-per-s", "-1"}, exitUsage, "rate limits must not be negative"},
+		{[]string{"migrate", "translate-offsets", "-c", "x.yaml"}, exitUsage, "--group G is required"},
+		{[]string{"migrate", "verify"}, exitUsage, "-c FILE is required"},
+		{[]string{"migrate", "--help"}, exitOK, "It is resumable"},
+		{[]string{"analyze", "-t", "t"}, exitUsage, "say what to read: -b BROKERS -t TOPIC, or -F FILE"},
+		{[]string{"analyze", "-b", "h:1", "-t", "t", "-o", "end"}, exitUsage, "-o end reads nothing to analyze"},
+		{[]string{"analyze", "--help"}, exitOK, "the records that break a size gate today"},
 		{[]string{"demo", "--sizes", "1KiB"}, exitUsage, "--sizes and -X go with --produce-to"},
 		{[]string{"demo", "--bootstrap", "h:1", "--produce-to", "t", "--sizes", "1KiB,20MiB"}, exitUsage, "20MiB is over the 15MiB a demo record may have"},
 		{[]string{"cat", "-b", "h:1"}, exitUsage, "-t TOPIC is required without a pipeline file"},
@@ -208,5 +216,25 @@ func TestValidatePrintSaysWhatRunDerives(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--print lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// translate-offsets moves a consumer of the fat topic, never the pipeline's
+// own group, and says so before connecting to anything.
+func TestTranslateRefusesThePipelinesOwnGroup(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	body := `
+pipelines:
+  orders:
+    kafka: {bootstrap_servers: "127.0.0.1:1"}
+    source: {topics: [orders.fat], group: orders-offloader}
+    slim_topic: orders.slim
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(nil, "migrate", "translate-offsets", "-c", file, "--group", "orders-offloader", "--execute")
+	if code != exitUsage || !strings.Contains(stderr, "orders-offloader is the pipeline's own group (source.group)") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
