@@ -33,6 +33,36 @@ func guideScript(t *testing.T, file string) string {
 	return script.String()
 }
 
+// runGuide runs a guide's script (guideScript) with replace applied (unique
+// names) from the repository's root, the offloader under test first on PATH,
+// and returns its output; a failing command fails the test.
+func runGuide(t *testing.T, file string, replace *strings.Replacer) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", replace.Replace(guideScript(t, file)))
+	cmd.Dir = ".." // the repository's root, where the guides start
+	cmd.Env = append(os.Environ(),
+		"PATH="+filepath.Dir(offloaderBinary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	started := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s ran in %s", file, time.Since(started).Round(time.Second))
+	if err != nil {
+		t.Fatalf("%s failed: %v\n%s", file, err, out)
+	}
+	return out
+}
+
+// wantAll reports each of wants the output lacks.
+func wantAll(t *testing.T, out []byte, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestGettingStartedGuideRuns runs docs/getting-started.md as a user would,
 // command by command, against the real broker and Azurite, so that the
 // guide cannot rot: the demo, the local services and tools, test records on
@@ -41,36 +71,20 @@ func guideScript(t *testing.T, file string) string {
 // container names are made unique.
 func TestGettingStartedGuideRuns(t *testing.T) {
 	name := fmt.Sprintf("it-gs-%d", time.Now().UnixNano()%1e9)
-	script := strings.ReplaceAll(guideScript(t, "../docs/getting-started.md"), "payments", name)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.Dir = ".." // the repository's root, where the guide starts
-	cmd.Env = append(os.Environ(),
-		"PATH="+filepath.Dir(offloaderBinary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
-	started := time.Now()
-	out, err := cmd.CombinedOutput()
-	t.Logf("the guide ran in %s", time.Since(started).Round(time.Second))
-	if err != nil {
-		t.Fatalf("the guide failed: %v\n%s", err, out)
-	}
-	for _, want := range []string{
+	out := runGuide(t, "../docs/getting-started.md", strings.NewReplacer("payments", name))
+	wantAll(t, out,
 		"round trip  300 of 300 records arrived once",
 		"produced 40 records (",
-		" to " + name + ".raw in ",
+		" to "+name+".raw in ",
 		"# derived by run:",
-		"created topic " + name + ".slim",
-		"created topic " + name + ".dlt",
+		"created topic "+name+".slim",
+		"created topic "+name+".dlt",
 		"all limits are aligned",
 		"every store works",
 		"40 records committed; every assigned partition reached its end offset",
 		"produced 10 records (",
 		"order-0000",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the guide's output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	// After the daemon took the 10 more: 50 records in the slim topic, each
 	// once, and the group's lag 0 on every partition.
 	if !regexp.MustCompile(`(?m)^\s*50$`).Match(out) {

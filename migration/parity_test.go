@@ -42,12 +42,18 @@ func fixture() (src, slim, dead []*pipeline.Record) {
 	return src, slim, dead
 }
 
-func check(src, slim, dead []*pipeline.Record, values [][]byte) Result {
+// check runs parity over the fixture's partition; the slim records at the
+// indexes of broken did not resolve, for the reason given.
+func check(src, slim, dead []*pipeline.Record, values [][]byte, broken ...map[int]string) Result {
 	p := NewParity()
 	for _, r := range src {
 		p.AddSource(r)
 	}
 	for i, r := range slim {
+		if len(broken) > 0 && broken[0][i] != "" {
+			p.AddBrokenSlim(r, broken[0][i])
+			continue
+		}
 		if values[i] == nil {
 			p.AddSlim(r, nil)
 			continue
@@ -113,28 +119,8 @@ func TestParityNamesEachFault(t *testing.T) {
 // A slim record whose payload does not resolve fails its offset with why.
 func TestParityNamesABrokenPayload(t *testing.T) {
 	src, slim, dead := fixture()
-	p := NewParity()
-	for _, r := range src {
-		p.AddSource(r)
-	}
-	values := originals(src, slim)
-	for i, r := range slim {
-		if i == 3 {
-			p.AddBrokenSlim(r, "payload does not match the pointer")
-			continue
-		}
-		if values[i] == nil {
-			p.AddSlim(r, nil)
-			continue
-		}
-		sum := sha256.Sum256(values[i])
-		p.AddSlim(r, &sum)
-	}
-	for _, r := range dead {
-		p.AddDeadLetter(r)
-	}
-	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
-	if res[0].OK() || res[0].Problem != "offset 3: payload does not match the pointer" {
-		t.Errorf("got %q", res[0].Problem)
+	res := check(src, slim, dead, originals(src, slim), map[int]string{3: "payload does not match the pointer"})
+	if res.OK() || res.Problem != "offset 3: payload does not match the pointer" {
+		t.Errorf("got %q", res.Problem)
 	}
 }

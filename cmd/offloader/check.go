@@ -138,11 +138,16 @@ func printLimits(w io.Writer, rows []kafkaedge.Row, problems []kafkaedge.Problem
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Topic, r.Role, r.Gate, r.Limit, r.Largest, verdict)
 	}
 	tw.Flush()
+	printProblems(w, problems, "all limits are aligned", "problem")
+}
+
+// printProblems lists problems, each with its fix, or says allGood.
+func printProblems(w io.Writer, problems []kafkaedge.Problem, allGood, noun string) {
 	if len(problems) == 0 {
-		fmt.Fprintln(w, "\nall limits are aligned")
+		fmt.Fprintln(w, "\n"+allGood)
 		return
 	}
-	fmt.Fprintf(w, "\n%d problem%s:\n", len(problems), plural(len(problems)))
+	fmt.Fprintf(w, "\n%d %s%s:\n", len(problems), noun, plural(len(problems)))
 	for _, p := range problems {
 		fmt.Fprintf(w, "- %s\n  fix: %s\n", p.What, p.Fix)
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/transforms"
 )
@@ -19,21 +20,16 @@ type storeRow struct {
 	store, typ, check, verdict string
 }
 
-// storeProblem is a store that will not work, and what fixes it.
-type storeProblem struct {
-	what, fix string
-}
-
 // checkStores opens each of the pipeline's stores as run does at start-up
 // (creating a missing container when the store allows it) and probes it as
 // the pipeline uses it: a store an offload step writes to gets a probe
 // object written, read back and deleted under the step's key prefix; a
 // store that is only read (rehydrate) gets a read of a key that is not there.
 // Each store has errors.store_budget for all of it.
-func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []storeProblem) {
+func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaedge.Problem) {
 	prefixes := writePrefixes(p)
 	var rows []storeRow
-	var problems []storeProblem
+	var problems []kafkaedge.Problem
 	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
 		spec := p.Stores[name]
 		sctx, cancel := context.WithTimeout(ctx, p.Errors.StoreBudget)
@@ -41,7 +37,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []storePr
 		if err != nil {
 			cancel()
 			rows = append(rows, storeRow{name, spec.Type, "open", "FAILS"})
-			problems = append(problems, storeProblem{err.Error(), openFix(err)})
+			problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: openFix(err)})
 			continue
 		}
 		rows = append(rows, storeRow{name, spec.Type, "open", "ok"})
@@ -52,7 +48,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []storePr
 				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "ok"})
 			default:
 				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "FAILS"})
-				problems = append(problems, storeProblem{err.Error(), accessFix("read", name)})
+				problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: accessFix("read", name)})
 			}
 		}
 		for _, prefix := range prefixes[name] {
@@ -62,10 +58,10 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []storePr
 			switch {
 			case errors.As(err, &pe):
 				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
-				problems = append(problems, storeProblem{fmt.Sprintf("store %q: %v", name, err), probeFix(pe, name, prefix)})
+				problems = append(problems, kafkaedge.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: probeFix(pe, name, prefix)})
 			case err != nil:
 				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
-				problems = append(problems, storeProblem{err.Error(), accessFix("write", name)})
+				problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: accessFix("write", name)})
 			case left != "":
 				rows = append(rows, storeRow{name, spec.Type, check, "ok (could not delete " + left + ": run does not need to)"})
 			default:
@@ -123,7 +119,7 @@ func accessFix(what, name string) string {
 	return fmt.Sprintf("give store %q's credentials %s access (%s)", name, what, role)
 }
 
-func printStores(w io.Writer, rows []storeRow, problems []storeProblem) {
+func printStores(w io.Writer, rows []storeRow, problems []kafkaedge.Problem) {
 	if len(rows) == 0 {
 		return
 	}
@@ -134,12 +130,5 @@ func printStores(w io.Writer, rows []storeRow, problems []storeProblem) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.store, r.typ, r.check, r.verdict)
 	}
 	tw.Flush()
-	if len(problems) == 0 {
-		fmt.Fprintln(w, "\nevery store works")
-		return
-	}
-	fmt.Fprintf(w, "\n%d store problem%s:\n", len(problems), plural(len(problems)))
-	for _, p := range problems {
-		fmt.Fprintf(w, "- %s\n  fix: %s\n", p.what, p.fix)
-	}
+	printProblems(w, problems, "every store works", "store problem")
 }
