@@ -18,6 +18,8 @@ import (
 	"github.com/offloader/offloader/stores"
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
+	_ "github.com/offloader/offloader/stores/httpstore"
+	_ "github.com/offloader/offloader/stores/s3"
 	"github.com/offloader/offloader/transforms"
 )
 

@@ -1,8 +1,9 @@
-// Package integration tests offloader against a real Apache Kafka broker and a
-// real Azure Blob emulator (Azurite). `make test` starts both
-// (scripts/with-services.sh) and points the tests at them through
-// TEST_KAFKA_BOOTSTRAP and TEST_AZURE_CONNECTION_STRING. Without them the tests
-// fail rather than skip: a green run must mean the real components were used.
+// Package integration tests offloader against a real Apache Kafka broker, a
+// real Azure Blob emulator (Azurite) and an S3 emulator (moto's server).
+// `make test` starts them (scripts/with-services.sh) and points the tests at
+// them through TEST_KAFKA_BOOTSTRAP, TEST_AZURE_CONNECTION_STRING and
+// TEST_S3_ENDPOINT. Without them the tests fail rather than skip: a green run
+// must mean the real components were used.
 package integration
 
 import (
@@ -21,6 +22,7 @@ import (
 var (
 	bootstrap      string
 	azureConnStr   string
+	s3Endpoint     string
 	servicesScript string
 )
 
@@ -30,11 +32,17 @@ func TestMain(m *testing.M) {
 	}
 	bootstrap = os.Getenv("TEST_KAFKA_BOOTSTRAP")
 	azureConnStr = os.Getenv("TEST_AZURE_CONNECTION_STRING")
+	s3Endpoint = os.Getenv("TEST_S3_ENDPOINT")
 	servicesScript = os.Getenv("TEST_SERVICES_SCRIPT")
-	if bootstrap == "" || azureConnStr == "" {
-		fmt.Fprintln(os.Stderr, "integration tests need a real Kafka broker and Azurite: run them with `make test`, "+
-			"or start both with scripts/services.sh start and export what scripts/services.sh env prints")
+	if bootstrap == "" || azureConnStr == "" || s3Endpoint == "" {
+		fmt.Fprintln(os.Stderr, "integration tests need a real Kafka broker, Azurite and the S3 emulator: run them with `make test`, "+
+			"or start them with scripts/services.sh start and export what scripts/services.sh env prints")
 		os.Exit(1)
+	}
+	// The S3 emulator takes any credentials; the AWS SDK (here and in the
+	// offloader processes the tests start) wants some.
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
+		os.Setenv(k, v)
 	}
 	if err := waitForBroker(60 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "Kafka at %s does not answer: %v\n", bootstrap, err)

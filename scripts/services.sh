@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Real local services for offloader's tests and demos: an Apache Kafka 4.x broker
-# (single-node KRaft, jars from Maven Central, run with the machine's Java) and
-# Azurite's blob service (npm). Everything lands in .cache/ (ignored by git).
+# (single-node KRaft, jars from Maven Central, run with the machine's Java),
+# Azurite's blob service (npm) and an S3 emulator (moto's server mode, in the
+# Python environment of scripts/python-env.sh). Everything lands in .cache/
+# (ignored by git).
 #
-#   scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|all]
+#   scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|s3|all]
 #   scripts/services.sh install tools
 #
 # install tools fetches Kafka's command-line tools of the same release and
@@ -16,7 +18,7 @@
 #
 # Ports default away from the well-known ones so a developer's own Kafka on 9092
 # or Azurite on 10000 keeps running: DEV_KAFKA_PORT (19092),
-# DEV_KAFKA_CONTROLLER_PORT (19093), DEV_AZURITE_PORT (10100).
+# DEV_KAFKA_CONTROLLER_PORT (19093), DEV_AZURITE_PORT (10100), DEV_S3_PORT (10200).
 # Versions: DEV_KAFKA_VERSION (4.4.0), DEV_AZURITE_VERSION (3.37.0).
 set -euo pipefail
 
@@ -37,6 +39,9 @@ azurite_version=${DEV_AZURITE_VERSION:-3.37.0}
 azurite_port=${DEV_AZURITE_PORT:-10100}
 azurite_home=$cache/azurite-$azurite_version
 azurite_state=$run_dir/azurite
+
+s3_port=${DEV_S3_PORT:-10200}
+s3_state=$run_dir/s3
 
 start_timeout=${DEV_SERVICE_START_TIMEOUT:-120}
 
@@ -266,6 +271,47 @@ azurite_start() {
 # it gets 3 s to save its metadata, then SIGKILL, as a matter of course.
 azurite_stop() { stop_pid Azurite "$azurite_state/pid" 3 quietly; }
 
+# ---------------------------------------------------------------- S3 (moto)
+
+s3_install() { "$root/scripts/python-env.sh" >/dev/null; }
+
+s3_start() {
+  local pidfile=$s3_state/pid i python
+  if running "$pidfile"; then
+    log "the S3 emulator is already running (pid $(cat "$pidfile")) on 127.0.0.1:$s3_port"
+    return 0
+  fi
+  if port_open "$s3_port"; then
+    die "port $s3_port is already in use by another process; set DEV_S3_PORT to a free port"
+  fi
+  python=$("$root/scripts/python-env.sh")
+  mkdir -p "$s3_state"
+  log "starting the S3 emulator (moto server) on 127.0.0.1:$s3_port"
+  # moto keeps its objects in memory: a stop loses them, as a wipe would.
+  nohup "$python" -m moto.server -H 127.0.0.1 -p "$s3_port" >"$s3_state/moto.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for i in $(seq 1 $((start_timeout * 2))); do
+    if ! running "$pidfile"; then
+      tail -n 40 "$s3_state/moto.log" >&2 || true
+      die "the S3 emulator exited during start-up (log above)"
+    fi
+    if curl -s -o /dev/null -m 2 "http://127.0.0.1:$s3_port/"; then
+      log "the S3 emulator is ready on 127.0.0.1:$s3_port (pid $(cat "$pidfile"))"
+      return 0
+    fi
+    sleep 0.5
+  done
+  s3_stop
+  die "the S3 emulator did not become ready within ${start_timeout}s"
+}
+
+s3_stop() { stop_pid "the S3 emulator" "$s3_state/pid" 5; }
+
+s3_wipe() {
+  running "$s3_state/pid" && die "the S3 emulator is running: stop it before wiping its data"
+  rm -rf "$s3_state"
+}
+
 # ---------------------------------------------------------------- tools
 
 tools_home=$kafka_home/tools
@@ -302,15 +348,19 @@ print_env() {
   # What the example pipeline files in configs/ read.
   echo "export KAFKA_BOOTSTRAP_SERVERS='127.0.0.1:$kafka_port'"
   echo "export AZURE_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$azurite_port/devstoreaccount1;'"
+  # The S3 emulator takes any credentials (the tests give the AWS SDK some;
+  # yours stay as they are in this shell).
+  echo "export TEST_S3_ENDPOINT='http://127.0.0.1:$s3_port'"
   if [ -d "$tools_bin" ]; then echo "export PATH='$tools_bin':\"\$PATH\""; fi
 }
 
 action=${1:-}
 what=${2:-all}
-case "$action/$what" in install/tools | */kafka | */azurite | */all) ;; *) die "unknown service '$what' (kafka, azurite or all; install also takes tools)" ;; esac
+case "$action/$what" in install/tools | */kafka | */azurite | */s3 | */all) ;; *) die "unknown service '$what' (kafka, azurite, s3 or all; install also takes tools)" ;; esac
 each() { # action
   if [ "$what" = kafka ] || [ "$what" = all ]; then "kafka_$1"; fi
   if [ "$what" = azurite ] || [ "$what" = all ]; then "azurite_$1"; fi
+  if [ "$what" = s3 ] || [ "$what" = all ]; then "s3_$1"; fi
 }
 kafka_wipe() {
   running "$kafka_state/pid" && die "Kafka is running: stop it before wiping its data"
@@ -328,10 +378,11 @@ wipe) each wipe ;;
 status)
   running "$kafka_state/pid" && echo "kafka: running (pid $(cat "$kafka_state/pid"), 127.0.0.1:$kafka_port)" || echo "kafka: stopped"
   running "$azurite_state/pid" && echo "azurite: running (pid $(cat "$azurite_state/pid"), 127.0.0.1:$azurite_port)" || echo "azurite: stopped"
+  running "$s3_state/pid" && echo "s3: running (pid $(cat "$s3_state/pid"), 127.0.0.1:$s3_port)" || echo "s3: stopped"
   ;;
 env) print_env ;;
 *)
-  echo "usage: scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|all]" >&2
+  echo "usage: scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|s3|all]" >&2
   exit 2
   ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a command with the real Kafka broker and Azurite up, then stops what it
+# Runs a command with the real Kafka broker, Azurite and the S3 emulator up, then stops what it
 # started, whether the command passed or failed. A service it starts starts
 # empty (its data from earlier runs is wiped); services that were already
 # running (scripts/services.sh start) are used as they are and left running.
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 services=$here/services.sh
 
 started=()
-for svc in kafka azurite; do
+for svc in kafka azurite s3; do
   if ! "$services" status | grep -q "^$svc: running"; then
     started+=("$svc")
   fi

@@ -15,6 +15,8 @@ import (
 	// Store backends and transforms register themselves by type name.
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
+	_ "github.com/offloader/offloader/stores/httpstore"
+	_ "github.com/offloader/offloader/stores/s3"
 )
 
 // Exit codes.
