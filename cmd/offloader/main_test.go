@@ -105,7 +105,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"cat", "-b", "h:1", "-t", "t", "--meta", "-f", "%s"}, exitUsage, "--meta prints no values"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "--store", "blob=azblob:AccountName=a"}, exitUsage, "--store blob: no container after the connection string; want azblob:CONNECTION_STRING|CONTAINER"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "--store", "blob=azblob:AccountName=a|payloads"}, exitUsage, "--store blob.connection_string: needs AccountKey or SharedAccessSignature"},
-		{[]string{"cat", "-b", "h:1", "-t", "t", "--store", "blob=s4:x"}, exitUsage, `--store blob: unknown store type "s4" (known: [azblob filesystem s3])`},
+		{[]string{"cat", "-b", "h:1", "-t", "t", "--store", "blob=s4:x"}, exitUsage, `--store blob: unknown store type "s4" (known: [azblob filesystem http s3])`},
 		{[]string{"cat", "-t", "t"}, exitUsage, "say where to read: -b BROKERS -t TOPIC, or -F FILE"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-X", "fetch.max.bytez=1"}, exitUsage, "-X.fetch.max.bytez: unknown librdkafka property; did you mean fetch.max.bytes?"},
 		{[]string{"demo", "--bootstrap", "h:1", "--produce-to", "t", "-X", "linger.ms=soon"}, exitUsage, `-X.linger.ms: librdkafka refuses "soon"`},
