@@ -31,10 +31,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
 
@@ -131,12 +133,15 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}
 	opts = append(opts, awsconfig.WithRetryMaxAttempts(cfg.MaxAttempts),
-		awsconfig.WithHTTPClient(&http.Client{Timeout: cfg.TryTimeout}))
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(cfg.TryTimeout)))
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store %q: loading the AWS configuration: %w", name, err)
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		// The SDK logs to stderr by itself: raw lines in the JSON log.
+		o.Logger = logging.Nop{}
+		o.DisableLogOutputChecksumValidationSkipped = true
 		o.UsePathStyle = cfg.PathStyle
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = &cfg.Endpoint

@@ -1,0 +1,151 @@
+// Package httpstoretest is a server that speaks the HTTP store's wire
+// contract (docs/http-store.md) over a map in memory, and can fail on
+// purpose: the server the http store's tests, and the pipeline's, run
+// against.
+package httpstoretest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Token is the bearer token the server wants.
+const Token = "s3cr3t"
+
+// Server is the object server. Its objects live under URL/base/.
+type Server struct {
+	// URL is the store's url setting.
+	URL string
+
+	mu       sync.Mutex
+	objects  map[string]object
+	requests atomic.Int64
+	faults   bool
+	stall    time.Duration
+}
+
+type object struct {
+	data []byte
+	meta http.Header
+	etag string
+}
+
+// New starts a server, closed when t ends. With faults, every third request
+// fails in one of five ways in turn: 500, 503, 429 with Retry-After, a
+// request held for stall (longer than the client's try) then answered 504,
+// and a reset connection.
+func New(t testing.TB, faults bool, stall time.Duration) *Server {
+	s := &Server{objects: map[string]object{}, faults: faults, stall: stall}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL + "/base"
+	return s
+}
+
+// Requests counts the requests served.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// Keys are the keys of the objects held.
+func (s *Server) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// ServeHTTP implements the wire contract.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := s.requests.Add(1)
+	if s.faults && n%3 == 0 && s.fault(w, r, n) {
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+Token {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	key := strings.TrimPrefix(r.URL.Path, "/base/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, exists := s.objects[key]
+	switch r.Method {
+	case http.MethodPut:
+		if r.Header.Get("If-None-Match") == "*" && exists || r.Header.Get("If-Match") != "" && (!exists || r.Header.Get("If-Match") != o.etag) {
+			w.WriteHeader(http.StatusPreconditionFailed)
+			return
+		}
+		data, err := io.ReadAll(r.Body)
+		if err != nil || int64(len(data)) != r.ContentLength {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		sum := sha256.Sum256(data)
+		if r.Header.Get("X-Offloader-Sha256") != hex.EncodeToString(sum[:]) {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		meta := http.Header{}
+		for k, v := range r.Header {
+			if strings.HasPrefix(k, "X-Offloader-Meta-") {
+				meta[k] = v
+			}
+		}
+		s.objects[key] = object{data: data, meta: meta, etag: strconv.Quote(fmt.Sprint(n))}
+		w.WriteHeader(http.StatusCreated)
+	case http.MethodGet, http.MethodHead:
+		if !exists {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		for k, v := range o.meta {
+			w.Header()[k] = v
+		}
+		sum := sha256.Sum256(o.data)
+		w.Header().Set("X-Offloader-Sha256", hex.EncodeToString(sum[:]))
+		w.Header().Set("ETag", o.etag)
+		w.Header().Set("Content-Length", strconv.Itoa(len(o.data)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			w.Write(o.data)
+		}
+	case http.MethodDelete:
+		delete(s.objects, key)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}
+}
+
+// fault fails request n in the way its turn says.
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, n int64) bool {
+	switch (n / 3) % 5 {
+	case 0:
+		w.WriteHeader(http.StatusInternalServerError)
+	case 1:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case 2:
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusTooManyRequests)
+	case 3:
+		time.Sleep(s.stall)
+		w.WriteHeader(http.StatusGatewayTimeout) // to a client that waited that long
+	case 4:
+		io.Copy(io.Discard, r.Body)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // a reset, mid-request
+		}
+	}
+	return true
+}
