@@ -354,4 +354,3 @@ func (s *Store) Close() error {
 	s.client.HTTPClient.CloseIdleConnections()
 	return nil
 }
-
