@@ -2,13 +2,16 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
 )
 
 var (
@@ -214,6 +217,13 @@ func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) 
 	if budget := p.Errors.StoreBudget; budget > 0 {
 		if budget >= pollInterval/2 {
 			problems.Add(path+".errors.store_budget", "%s must be under half the consumer's max.poll.interval.ms (%s), or a slow store gets the instance evicted from its group; lower store_budget or raise kafka.consumer.max.poll.interval.ms", budget, pollInterval)
+		}
+		// One retry layer: a store's own try must end within the budget,
+		// which is the only deadline a record waits for.
+		for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+			if timed, ok := p.Stores[name].Config.(stores.Timed); ok && timed.RequestTimeout() >= budget {
+				problems.Add(path+".stores."+name+".try_timeout", "%s must be under errors.store_budget (%s): one try of a store request would outlast the whole budget a record waits for; lower try_timeout", timed.RequestTimeout(), budget)
+			}
 		}
 		if budget+p.Commit.Interval >= txnTimeout/2 {
 			problems.Add(path+".errors.store_budget", "%s plus commit.interval (%s) must be under half the producer's transaction.timeout.ms (%s), or the broker aborts transactions still in progress; lower store_budget or raise kafka.producer.transaction.timeout.ms", budget, p.Commit.Interval, txnTimeout)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
@@ -27,6 +29,24 @@ func TestAzureBlobConformance(t *testing.T) {
 	cfg.CreateContainer = true
 	cfg.SinglePutMax = settings.MiB
 	cfg.BlockSize = settings.MiB
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := azblob.Open(ctx, "blob", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Run(t, s)
+}
+
+// TestAzureBlobConformanceWithSAS: the same suite through account_url and
+// sas_token, the way a team without the account key authenticates.
+func TestAzureBlobConformanceWithSAS(t *testing.T) {
+	endpoint, token := accountSAS(t, sas.AccountPermissions{Read: true, Write: true, Create: true, Delete: true, List: true, Add: true})
+	cfg := azblob.DefaultConfig()
+	cfg.AccountURL, cfg.SASToken = endpoint, token
+	cfg.Container = uniqueName(t, "c")
+	cfg.CreateContainer = true
+	cfg.SinglePutMax, cfg.BlockSize = settings.MiB, settings.MiB
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := azblob.Open(ctx, "blob", cfg)

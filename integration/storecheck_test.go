@@ -19,6 +19,14 @@ import (
 // list, but not write: an account SAS signed with the emulator's key.
 func readOnlySAS(t *testing.T) string {
 	t.Helper()
+	endpoint, token := accountSAS(t, sas.AccountPermissions{Read: true, List: true})
+	return fmt.Sprintf("BlobEndpoint=%s;SharedAccessSignature=%s", endpoint, token)
+}
+
+// accountSAS is Azurite's blob endpoint and an account SAS token with perms,
+// signed with the emulator's key.
+func accountSAS(t *testing.T, perms sas.AccountPermissions) (endpoint, token string) {
+	t.Helper()
 	parts := map[string]string{}
 	for _, p := range strings.Split(strings.TrimRight(azureConnStr, ";"), ";") {
 		k, v, _ := strings.Cut(p, "=")
@@ -31,13 +39,13 @@ func readOnlySAS(t *testing.T) string {
 	q, err := sas.AccountSignatureValues{
 		Protocol:      sas.ProtocolHTTPSandHTTP,
 		ExpiryTime:    time.Now().Add(time.Hour).UTC(),
-		Permissions:   (&sas.AccountPermissions{Read: true, List: true}).String(),
+		Permissions:   perms.String(),
 		ResourceTypes: (&sas.AccountResourceTypes{Service: true, Container: true, Object: true}).String(),
 	}.SignWithSharedKey(cred)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("BlobEndpoint=%s;SharedAccessSignature=%s", parts["BlobEndpoint"], q.Encode())
+	return parts["BlobEndpoint"], q.Encode()
 }
 
 // TestCheckProbesEveryStore: check answers for the stores too. A store that

@@ -14,6 +14,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"time"
 )
 
 // Store holds payloads under keys. Keys are slash-separated relative paths made of
@@ -69,4 +70,12 @@ func MayReplace(existing, meta Metadata) bool {
 // Info describes a stored object.
 type Info struct {
 	Size int64
+}
+
+// Timed is implemented by the configs of stores whose requests time out by
+// themselves (an SDK's per-try timeout). A try must end within the pipeline's
+// store budget (errors.store_budget), which retries around the whole call:
+// config validation checks it.
+type Timed interface {
+	RequestTimeout() time.Duration
 }

@@ -43,8 +43,24 @@ import (
 // Config is the YAML of an azblob store.
 type Config struct {
 	// ConnectionString authenticates with the account key or a SAS. Keep it out of
-	// the file: `connection_string: ${AZURE_STORAGE_CONNECTION_STRING}`.
-	ConnectionString string `key:"connection_string" required:"true"`
+	// the file: `connection_string: ${AZURE_STORAGE_CONNECTION_STRING}`. One of
+	// connection_string, sas_token and entra_id.
+	ConnectionString string `key:"connection_string"`
+	// AccountURL is the blob service's URL (https://ACCOUNT.blob.core.windows.net),
+	// for sas_token and entra_id.
+	AccountURL string `key:"account_url"`
+	// SASToken authenticates with a shared access signature (the query string
+	// of a SAS URL, often scoped to the one container): sas_token: ${AZURE_SAS}.
+	SASToken string `key:"sas_token"`
+	// EntraID authenticates with Microsoft Entra ID through azidentity's
+	// default chain: workload identity on Kubernetes (AZURE_CLIENT_ID,
+	// AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE), a managed identity, the
+	// Azure CLI's login. The identity needs the role Storage Blob Data
+	// Contributor on the container.
+	EntraID bool `key:"entra_id"`
+	// TenantID, with entra_id, is the tenant to authenticate in (default: the
+	// environment's, or the identity's home tenant).
+	TenantID string `key:"tenant_id"`
 	// Container holds the payloads.
 	Container string `key:"container" required:"true"`
 	// CreateContainer creates the container at start-up when it is missing.
@@ -73,8 +89,12 @@ const (
 // containerName is the Blob service's rule for container names.
 var containerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
 
+// RequestTimeout implements stores.Timed.
+func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
+	c.validateAuth(path, problems)
 	if c.ConnectionString != "" {
 		checkConnectionString(path+".connection_string", c.ConnectionString, problems)
 	}
@@ -107,8 +127,8 @@ func DefaultConfig() Config {
 		SinglePutMax: 8 * settings.MiB,
 		BlockSize:    4 * settings.MiB,
 		Concurrency:  4,
-		MaxRetries:   3,
-		TryTimeout:   30 * time.Second,
+		MaxRetries:   2,
+		TryTimeout:   10 * time.Second,
 		RetryDelay:   200 * time.Millisecond,
 	}
 }
@@ -148,10 +168,9 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 			MaxRetryDelay: 16 * cfg.RetryDelay,
 		},
 	}}
-	client, err := sdk.NewClientFromConnectionString(cfg.ConnectionString, opts)
+	client, err := newClient(cfg, opts)
 	if err != nil {
-		// The SDK's message may quote the connection string; do not pass it on.
-		return nil, fmt.Errorf("store %q: connection_string is not a valid Azure Storage connection string", name)
+		return nil, fmt.Errorf("store %q: %w", name, err)
 	}
 	s := &Store{name: name, cfg: cfg, container: client.ServiceClient().NewContainerClient(cfg.Container)}
 	if cfg.CreateContainer {

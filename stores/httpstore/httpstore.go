@@ -69,6 +69,9 @@ func DefaultConfig() Config {
 	return Config{AuthHeader: "Authorization", AuthScheme: "Bearer", TryTimeout: 10 * time.Second, MaxRetries: 3, RetryWait: 200 * time.Millisecond}
 }
 
+// RequestTimeout implements stores.Timed.
+func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	if c.URL != "" {

@@ -76,6 +76,9 @@ func DefaultConfig() Config {
 	return Config{SinglePutMax: 16 * settings.MiB, PartSize: 8 * settings.MiB, Concurrency: 4, MaxAttempts: 2, TryTimeout: 10 * time.Second}
 }
 
+// RequestTimeout implements stores.Timed.
+func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	if c.Bucket != "" && (len(c.Bucket) < 3 || len(c.Bucket) > 63 || strings.Trim(c.Bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "") {
