@@ -41,6 +41,9 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Info, error)
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// List calls each for every object whose key starts with prefix, in no
+	// set order (offloader gc); an error from each stops it and is returned.
+	List(ctx context.Context, prefix string, each func(Object) error) error
 	io.Closer
 }
 
@@ -65,6 +68,14 @@ func Owner(topic string, partition int32, offset int64) string {
 func MayReplace(existing, meta Metadata) bool {
 	owner := existing[MetaOwner]
 	return owner == "" || owner == meta[MetaOwner]
+}
+
+// Object is a stored object as List reports it.
+type Object struct {
+	Key  string
+	Size int64
+	// Modified is when it was last written.
+	Modified time.Time
 }
 
 // Info describes a stored object.

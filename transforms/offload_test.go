@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,6 +54,19 @@ func (m *memStore) Get(_ context.Context, key string, limit int64) ([]byte, erro
 func (m *memStore) Stat(context.Context, string) (stores.Info, error) { return stores.Info{}, nil }
 func (m *memStore) Delete(context.Context, string) error              { return nil }
 func (m *memStore) Close() error                                      { return nil }
+
+func (m *memStore) List(_ context.Context, prefix string, each func(stores.Object) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, v := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			if err := each(stores.Object{Key: k, Size: int64(len(v))}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 func newTestOffload(t *testing.T, store *memStore, threshold settings.SizeOrAuto, budget time.Duration) *Offload {
 	t.Helper()

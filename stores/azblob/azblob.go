@@ -396,5 +396,32 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// List pages through the container's blobs under prefix.
+func (s *Store) List(ctx context.Context, prefix string, each func(stores.Object) error) error {
+	pager := s.container.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return s.fail("list", prefix, err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name == nil || b.Properties == nil {
+				continue
+			}
+			o := stores.Object{Key: *b.Name}
+			if b.Properties.ContentLength != nil {
+				o.Size = *b.Properties.ContentLength
+			}
+			if b.Properties.LastModified != nil {
+				o.Modified = *b.Properties.LastModified
+			}
+			if err := each(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Close releases nothing: the SDK's HTTP connections are pooled process-wide.
 func (s *Store) Close() error { return nil }

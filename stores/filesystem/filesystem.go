@@ -325,6 +325,45 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// List walks the root for the objects under prefix, leaving out the
+// metadata files and anything that is not a regular file.
+func (s *Store) List(ctx context.Context, prefix string, each func(stores.Object) error) error {
+	err := fs.WalkDir(s.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case d.IsDir() && name == metaDir:
+			return fs.SkipDir
+		case d.IsDir():
+			// Skip directories that cannot hold a key with the prefix.
+			if name != "." && !strings.HasPrefix(name+"/", prefix) && !strings.HasPrefix(prefix, name+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		case !d.Type().IsRegular() || !strings.HasPrefix(name, prefix) || stores.ValidateKey(name) != nil ||
+			strings.HasPrefix(path.Base(name), ".put-"): // a write in progress
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		return each(stores.Object{Key: name, Size: info.Size(), Modified: info.ModTime()})
+	})
+	if err != nil && !errors.Is(err, context.Canceled) && stores.KindOf(err) != stores.Canceled {
+		var se *stores.Error
+		if errors.As(err, &se) {
+			return err
+		}
+		return s.fail("list", prefix, err)
+	}
+	return err
+}
+
 // Close releases the root directory.
 func (s *Store) Close() error {
 	s.dir.Close()

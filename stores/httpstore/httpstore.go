@@ -22,6 +22,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -350,6 +351,53 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return s.fail("delete", key, resp, nil)
+}
+
+// listing is a page of GET <url>/?prefix=P&after=K (docs/http-store.md).
+type listing struct {
+	Objects []struct {
+		Key      string    `json:"key"`
+		Size     int64     `json:"size"`
+		Modified time.Time `json:"modified"`
+	} `json:"objects"`
+	// Next is the after of the next page; "" on the last.
+	Next string `json:"next"`
+}
+
+// List pages through GET <url>/?prefix=P&after=K.
+func (s *Store) List(ctx context.Context, prefix string, each func(stores.Object) error) error {
+	for after := ""; ; {
+		req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, s.base+"/?"+url.Values{"prefix": {prefix}, "after": {after}}.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		if s.cfg.AuthToken != "" {
+			req.Header.Set(s.cfg.AuthHeader, strings.TrimSpace(s.cfg.AuthScheme+" "+s.cfg.AuthToken))
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return s.fail("list", prefix, nil, err)
+		}
+		var page listing
+		if resp.StatusCode != http.StatusOK {
+			drain(resp)
+			return s.fail("list", prefix, resp, nil)
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&page)
+		drain(resp)
+		if err != nil {
+			return &stores.Error{Store: s.name, Op: "list", Key: prefix, Kind: stores.Permanent, Err: fmt.Errorf("the listing is not the contract's JSON: %w", err)}
+		}
+		for _, o := range page.Objects {
+			if err := each(stores.Object{Key: o.Key, Size: o.Size, Modified: o.Modified}); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" || page.Next == after {
+			return nil
+		}
+		after = page.Next
+	}
 }
 
 // Close closes idle connections.

@@ -364,5 +364,22 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// List pages through the bucket's objects under prefix.
+func (s *Store) List(ctx context.Context, prefix string, each func(stores.Object) error) error {
+	pager := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.cfg.Bucket, Prefix: &prefix})
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return s.fail("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			if err := each(stores.Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Close releases nothing: the SDK's connections are pooled.
 func (s *Store) Close() error { return nil }

@@ -17,9 +17,10 @@ import (
 	"github.com/offloader/offloader/stores"
 )
 
-// Run checks the Store contract: round trips of empty, small and multi-MiB values,
-// overwrite, Stat, not-found classification, idempotent Delete, refused keys, and
-// concurrent use.
+// Run checks the Store contract: round trips of empty, small and multi-MiB values
+// and of 64 MiB, overwrite, Stat, not-found classification, idempotent Delete,
+// refused keys, concurrent use, listing by prefix with sizes and times, and a
+// canceled upload that leaves the object whole or absent.
 func Run(t *testing.T, s stores.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -182,6 +183,69 @@ func Run(t *testing.T, s stores.Store) {
 		close(errs)
 		for err := range errs {
 			t.Error(err)
+		}
+	})
+
+	t.Run("ListsByPrefixWithSizeAndAge", func(t *testing.T) {
+		before := time.Now().Add(-time.Minute) // emulators' clocks may differ a little
+		want := map[string]int64{prefix + "/list/a": 3, prefix + "/list/b/c": 5, prefix + "/list/b/d": 0}
+		for key, size := range want {
+			if err := s.Put(ctx, key, bytes.Repeat([]byte{'x'}, int(size)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Put(ctx, prefix+"/listed-not/x", []byte("no"), nil); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		err := s.List(ctx, prefix+"/list/", func(o stores.Object) error {
+			got[o.Key] = o.Size
+			if o.Modified.Before(before) || o.Modified.After(time.Now().Add(time.Minute)) {
+				t.Errorf("%s: modified %s, not about now", o.Key, o.Modified)
+			}
+			return nil
+		})
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("List = %v, %v; want %v", got, err, want)
+		}
+		stop := errors.New("enough")
+		n := 0
+		if err := s.List(ctx, prefix+"/list/", func(stores.Object) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("List stopped by its callback: %v after %d objects", err, n)
+		}
+	})
+
+	t.Run("LargeObject", func(t *testing.T) {
+		value := make([]byte, 64<<20)
+		rand.Read(value)
+		key := prefix + "/large/64MiB"
+		if err := s.Put(ctx, key, value, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, key, int64(len(value)))
+		if err != nil || sha256.Sum256(got) != sha256.Sum256(value) {
+			t.Fatalf("64 MiB: read back %d bytes, %v", len(got), err)
+		}
+	})
+
+	t.Run("CanceledUploadLeavesNoPartObject", func(t *testing.T) {
+		value := make([]byte, 32<<20)
+		rand.Read(value)
+		key := prefix + "/canceled/upload"
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(5 * time.Millisecond); cancel() }()
+		err := s.Put(cctx, key, value, nil)
+		if err != nil && stores.KindOf(err) != stores.Canceled {
+			t.Errorf("a Put canceled mid-upload: %v (%s), want canceled", err, stores.KindOf(err))
+		}
+		// Whether the cancel came in time or not: the object is whole or absent.
+		got, gerr := s.Get(ctx, key, int64(len(value)))
+		switch {
+		case errors.Is(gerr, stores.ErrNotFound):
+		case gerr != nil:
+			t.Errorf("Get after a canceled Put: %v", gerr)
+		case sha256.Sum256(got) != sha256.Sum256(value):
+			t.Errorf("a canceled Put left %d bytes that are not the value", len(got))
 		}
 	})
 }

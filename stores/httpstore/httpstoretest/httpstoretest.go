@@ -7,10 +7,12 @@ package httpstoretest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,9 +37,38 @@ type Server struct {
 }
 
 type object struct {
-	data []byte
-	meta http.Header
-	etag string
+	data     []byte
+	meta     http.Header
+	etag     string
+	modified time.Time
+}
+
+// list answers a listing page of at most 2 objects, so that paging is used.
+func (s *Server) list(w http.ResponseWriter, prefix, after string) {
+	keys := make([]string, 0, len(s.objects))
+	for k := range s.objects {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	type item struct {
+		Key      string    `json:"key"`
+		Size     int       `json:"size"`
+		Modified time.Time `json:"modified"`
+	}
+	page := struct {
+		Objects []item `json:"objects"`
+		Next    string `json:"next"`
+	}{Objects: []item{}}
+	for _, k := range keys[:min(2, len(keys))] {
+		page.Objects = append(page.Objects, item{k, len(s.objects[k].data), s.objects[k].modified})
+		page.Next = k
+	}
+	if len(keys) <= 2 {
+		page.Next = ""
+	}
+	json.NewEncoder(w).Encode(page)
 }
 
 // New starts a server, closed when t ends. With faults, every third request
@@ -79,6 +110,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimPrefix(r.URL.Path, "/base/")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Path == "/base/" {
+		s.list(w, r.URL.Query().Get("prefix"), r.URL.Query().Get("after"))
+		return
+	}
 	o, exists := s.objects[key]
 	switch r.Method {
 	case http.MethodPut:
@@ -102,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				meta[k] = v
 			}
 		}
-		s.objects[key] = object{data: data, meta: meta, etag: strconv.Quote(fmt.Sprint(n))}
+		s.objects[key] = object{data: data, meta: meta, etag: strconv.Quote(fmt.Sprint(n)), modified: time.Now()}
 		w.WriteHeader(http.StatusCreated)
 	case http.MethodGet, http.MethodHead:
 		if !exists {
