@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -247,6 +248,8 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 		"source_partition": strconv.Itoa(int(r.Partition)),
 		"source_offset":    strconv.FormatInt(r.Offset, 10),
 		"pipeline":         o.pipeline,
+		"sha256":           digest,
+		"created":          time.Now().UTC().Format(time.RFC3339),
 	}
 	if owned {
 		meta[stores.MetaOwner] = stores.Owner(r.Topic, r.Partition, r.Offset)

@@ -1,7 +1,7 @@
 // Command offloader moves oversize Kafka record values to a payload store and
 // leaves small pointer records in a slim topic, exactly once.
 //
-// Subcommands: run, validate, check, cat, analyze, migrate, demo, version. `offloader help COMMAND` explains each.
+// Subcommands: run, validate, check, cat, analyze, migrate, gc, demo, version. `offloader help COMMAND` explains each.
 package main
 
 import (
@@ -48,7 +48,7 @@ type cli struct {
 }
 
 func commands() []*command {
-	return []*command{runCommand(), validateCommand(), checkCommand(), catCommand(), analyzeCommand(), migrateCommand(), versionCommand(), demoCommand()}
+	return []*command{runCommand(), validateCommand(), checkCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
 }
 
 func main() {
