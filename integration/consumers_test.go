@@ -61,7 +61,7 @@ func TestConsumersResolveByteForByte(t *testing.T) {
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 2, nil)
-	container, root := uniqueName(t, "c"), t.TempDir()
+	container, root, bucket := uniqueName(t, "c"), t.TempDir(), uniqueName(t, "b")
 	var recs []sourceRecord
 	for i := range 30 {
 		r := sourceRecord{partition: int32(i % 2), key: []byte(strconv.Itoa(i)), value: fmt.Appendf(nil, "small %d", i)}
@@ -72,6 +72,10 @@ func TestConsumersResolveByteForByte(t *testing.T) {
 			r.headers = []kafka.Header{{Key: "to", Value: []byte("blob")}}
 		case i%5 == 2:
 			r.value = bytes.Repeat([]byte{byte(i)}, 200_000+i)
+		case i%5 == 3:
+			r.value = make([]byte, 150_000+i)
+			rand.Read(r.value)
+			r.headers = []kafka.Header{{Key: "to", Value: []byte("s3")}}
 		case i == 29:
 			r.value = nil
 		}
@@ -88,11 +92,13 @@ pipelines:
     stores:
       blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
       disk: {type: filesystem, root: %q}
+      bucket: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1}
     transforms:
       - {type: offload, store: blob, threshold: 64KiB, if: {type: has_header, name: to, value: blob}}
+      - {type: offload, store: bucket, threshold: 64KiB, if: {type: has_header, name: to, value: s3}}
       - {type: offload, store: disk, threshold: 64KiB, compression: gzip}
     observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr, root))
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr, root, bucket, s3Endpoint))
 	d := startDaemon(t, cfg)
 	got := consumeAll(t, slim, len(recs), 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
@@ -149,8 +155,8 @@ pipelines:
 		l.Size, l.SHA256 = digest(r.Value)
 		goLines = append(goLines, l)
 	}
-	if pointers != 12 {
-		t.Errorf("%d pointers in the slim topic, want 12 (6 to each store)", pointers)
+	if pointers != 18 {
+		t.Errorf("%d pointers in the slim topic, want 18 (6 to each store)", pointers)
 	}
 	check("Go resolver", goLines)
 
@@ -199,8 +205,9 @@ pipelines:
 
 	// 3. The Python example, from the documented format only.
 	cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/resolve_pointers.py", bootstrap, slim,
-		"blob=azblob:"+container, "disk=file:"+root)
-	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
+		"blob=azblob:"+container, "disk=file:"+root, "bucket=s3:"+bucket)
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr,
+		"AWS_ENDPOINT_URL="+s3Endpoint, "AWS_S3_ADDRESSING_STYLE=path")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()

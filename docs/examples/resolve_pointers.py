@@ -1,11 +1,13 @@
 """Print the records of an offloader slim topic with pointers resolved, using only
 the documented pointer format (docs/pointer-format.md).
 
-    python resolve_pointers.py BOOTSTRAP TOPIC NAME=azblob:CONTAINER NAME=file:ROOT ...
+    python resolve_pointers.py BOOTSTRAP TOPIC NAME=azblob:CONTAINER NAME=s3:BUCKET NAME=file:ROOT ...
 
-Azure Blob stores read the connection string from AZURE_STORAGE_CONNECTION_STRING.
+Azure Blob stores read the connection string from AZURE_STORAGE_CONNECTION_STRING;
+S3 stores take boto3's credentials and region (AWS_ENDPOINT_URL for an
+S3-compatible store, AWS_S3_ADDRESSING_STYLE=path where it needs that).
 Prints one JSON object per record: partition, offset, key, size and sha256 of the
-original value. Needs confluent-kafka and azure-storage-blob from PyPI.
+original value. Needs confluent-kafka, azure-storage-blob and boto3 from PyPI.
 """
 import hashlib
 import json
@@ -55,8 +57,14 @@ def read_blob(container, key, limit):
     return blob.download_blob().readall()
 
 
+def read_s3(client, bucket, key, limit):
+    if client.head_object(Bucket=bucket, Key=key)["ContentLength"] > limit:
+        raise ValueError("stored object is larger than stored_size")
+    return client.get_object(Bucket=bucket, Key=key)["Body"].read(limit + 1)
+
+
 def open_stores(specs):
-    """NAME=azblob:CONTAINER or NAME=file:ROOT -> {name: fetch(key, limit) -> bytes}."""
+    """NAME=azblob:CONTAINER, NAME=s3:BUCKET or NAME=file:ROOT -> {name: fetch(key, limit) -> bytes}."""
     stores = {}
     for spec in specs:
         name, _, where = spec.partition("=")
@@ -65,6 +73,12 @@ def open_stores(specs):
             service = BlobServiceClient.from_connection_string(os.environ["AZURE_STORAGE_CONNECTION_STRING"])
             container = service.get_container_client(arg)
             stores[name] = lambda key, limit, c=container: read_blob(c, key, limit)
+        elif kind == "s3":
+            import boto3
+            from botocore.config import Config
+            style = os.environ.get("AWS_S3_ADDRESSING_STYLE", "auto")
+            client = boto3.client("s3", config=Config(s3={"addressing_style": style}))
+            stores[name] = lambda key, limit, c=client, b=arg: read_s3(c, b, key, limit)
         elif kind == "file":
             stores[name] = lambda key, limit, root=arg: read_file(root, key, limit)
         else:
