@@ -147,8 +147,11 @@ type Store struct {
 	// ObjectLifetime declares how long the store keeps objects (a lifecycle
 	// rule, for example); 0: forever. The slim topic's retention.ms must not be
 	// longer, or pointers outlive their payloads (offloader check tells).
-	ObjectLifetime time.Duration  `key:"object_lifetime"`
-	Settings       map[string]any `key:",remain"`
+	ObjectLifetime time.Duration `key:"object_lifetime"`
+	// GC declares that offloader gc runs for this store (a CronJob, a
+	// timer), deleting the payloads no pointer references any more.
+	GC       bool           `key:"gc"`
+	Settings map[string]any `key:",remain"`
 	// Config is the decoded, validated backend config.
 	Config any
 }

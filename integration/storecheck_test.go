@@ -74,6 +74,7 @@ func TestCheckProbesEveryStore(t *testing.T) {
 		{"works", azureConnStr, existing, 0, []string{
 			`payloads\s+azblob\s+open\s+ok`,
 			`payloads\s+azblob\s+write, read back, delete under works/\s+ok`,
+			`payloads\s+azblob\s+payload lifetime\s+WARN: kept forever \(set object_lifetime`,
 		}, "every store works"},
 		{"nocontainer", azureConnStr, missing, 1, []string{`payloads\s+azblob\s+open\s+FAILS`},
 			fmt.Sprintf("container %q does not exist: create it or set create_container: true\n  fix: ", missing)},

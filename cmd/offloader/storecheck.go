@@ -51,6 +51,9 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 				problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: accessFix("read", name)})
 			}
 		}
+		if len(prefixes[name]) > 0 && spec.ObjectLifetime == 0 && !spec.GC {
+			rows = append(rows, storeRow{name, spec.Type, "payload lifetime", "WARN: kept forever (set object_lifetime to the store's lifecycle rule, or gc: true and run offloader gc)"})
+		}
 		for _, prefix := range prefixes[name] {
 			check := "write, read back, delete under " + prefix + "/"
 			left, err := stores.Probe(sctx, s, prefix)
