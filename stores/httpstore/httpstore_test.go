@@ -2,7 +2,13 @@ package httpstore
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +69,40 @@ func TestCancellationIsCanceled(t *testing.T) {
 	cancel()
 	if err := s.Put(ctx, "a/b", []byte("x"), nil); stores.KindOf(err) != stores.Canceled {
 		t.Errorf("a canceled Put: %v (%s)", err, stores.KindOf(err))
+	}
+}
+
+// ca_file makes the store trust a server the system does not; without it
+// the same server is refused.
+func TestCAFileIsTrusted(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.URL, cfg.MaxRetries = srv.URL, 0
+	plain, err := Open("tls", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Get(context.Background(), "a/b", 10); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a server signed by an unknown CA: %v", err)
+	}
+	cfg.CAFile = ca
+	trusting, err := Open("tls", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := trusting.Get(context.Background(), "a/b", 10); err != nil || string(got) != "ok" {
+		t.Errorf("with ca_file: %q, %v", got, err)
+	}
+	cfg.CAFile = filepath.Join(t.TempDir(), "missing.pem")
+	if _, err := Open("tls", cfg); err == nil || !strings.Contains(err.Error(), "ca_file") {
+		t.Errorf("a missing ca_file: %v", err)
 	}
 }
