@@ -61,9 +61,10 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+			raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 			createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 			createTopic(t, slim, 1, nil)
+			createTopic(t, dead, 1, nil)
 			var recs []sourceRecord
 			for i := range 30 {
 				value := []byte(fmt.Sprintf("small-%d", i))
@@ -72,8 +73,14 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 				}
 				recs = append(recs, sourceRecord{key: fmt.Appendf(nil, "%d", i), value: value})
 			}
-			produceRecords(t, raw, recs)
-			cfg := pipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "")
+			// Record 30 has a 2 MiB key: even with its value offloaded it is too
+			// large for the slim topic, and its key alone for the dead-letter
+			// topic, so it is stored whole and the dead-letter topic gets a
+			// pointer to it (the offload step, seeing that no offload makes it
+			// fit, writes no value object for it).
+			big := append([]byte("30"), bytes.Repeat([]byte{'k'}, 2<<20)...)
+			produceRecords(t, raw, append(recs, sourceRecord{key: big, value: bytes.Repeat([]byte{'v'}, 100<<10)}))
+			cfg := pipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
 			if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
 			}
@@ -97,8 +104,8 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 				t.Fatalf("DeleteRecords before %d: %v %v", cut, err, res)
 			}
 			before := storeKeys(t, store, prefix)
-			if len(before) != 13 {
-				t.Fatalf("the store holds %d objects, want 10 offloaded and 3 planted: %v", len(before), before)
+			if len(before) != 14 {
+				t.Fatalf("the store holds %d objects, want 10 offloaded, record 30 whole, and 3 planted: %v", len(before), before)
 			}
 			gcRun := func(args ...string) string {
 				out, err := exec.Command(offloaderBinary(t), append([]string{"gc", "-c", cfg}, args...)...).CombinedOutput()
@@ -115,17 +122,17 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 				}
 				return strings.Join(m[1:], " ")
 			}
-			if c := counts(gcRun()); c != "0 7 6" {
-				t.Errorf("within the grace: deleted, referenced, young = %s, want 0 7 6", c)
+			if c := counts(gcRun()); c != "0 8 6" {
+				t.Errorf("within the grace: deleted, referenced, young = %s, want 0 8 6", c)
 			}
-			if c := counts(gcRun("--grace", "0s", "--dry-run")); c != "6 7 0" || len(storeKeys(t, store, prefix)) != 13 {
-				t.Errorf("dry run: %s, and %d objects left; want 6 7 0 and 13", c, len(storeKeys(t, store, prefix)))
+			if c := counts(gcRun("--grace", "0s", "--dry-run")); c != "6 8 0" || len(storeKeys(t, store, prefix)) != 14 {
+				t.Errorf("dry run: %s, and %d objects left; want 6 8 0 and 14", c, len(storeKeys(t, store, prefix)))
 			}
-			if c := counts(gcRun("--grace", "0s")); c != "6 7 0" {
-				t.Errorf("gc: %s, want 6 7 0", c)
+			if c := counts(gcRun("--grace", "0s")); c != "6 8 0" {
+				t.Errorf("gc: %s, want 6 8 0", c)
 			}
 			after := storeKeys(t, store, prefix)
-			want := []string{}
+			want := []string{prefix + "0/30.record"} // the dead-letter topic's pointer keeps it
 			for _, i := range []int{9, 12, 15, 18, 21, 24, 27} {
 				want = append(want, fmt.Sprintf("%s0/%d", prefix, i))
 			}
@@ -133,10 +140,35 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			if fmt.Sprint(after) != fmt.Sprint(want) {
 				t.Errorf("left %v, want %v", after, want)
 			}
-			if c := counts(gcRun("--grace", "0s")); c != "0 7 0" {
-				t.Errorf("a second gc: %s, want 0 7 0", c)
+			if c := counts(gcRun("--grace", "0s")); c != "0 8 0" {
+				t.Errorf("a second gc: %s, want 0 8 0", c)
 			}
-			for _, m := range consumeAll(t, slim, 21, 30*time.Second) {
+			// Pointers committed while gc runs keep their objects: a daemon
+			// takes 9 more records (3 offloaded) as gc runs beside it.
+			more := []sourceRecord{}
+			for i := 31; i < 40; i++ {
+				value := []byte(fmt.Sprintf("small-%d", i))
+				if i%3 == 0 {
+					value = bytes.Repeat([]byte{byte(i)}, 100<<10)
+				}
+				more = append(more, sourceRecord{key: fmt.Appendf(nil, "%d", i), value: value})
+			}
+			recs = append(recs, sourceRecord{}) // index 30: in the dead-letter topic
+			recs = append(recs, more...)
+			d := startDaemon(t, cfg)
+			produceRecords(t, raw, more)
+			for range 3 {
+				gcRun("--grace", "30s")
+			}
+			consumeAll(t, slim, 30, 30*time.Second)
+			if code := d.stop(t, 45*time.Second); code != 0 {
+				t.Errorf("daemon exit code %d", code)
+			}
+			left := consumeAll(t, slim, 30, 30*time.Second)
+			if len(left) != 30 {
+				t.Errorf("the slim topic holds %d records, want the 21 left and 9 more", len(left))
+			}
+			for _, m := range left {
 				i := 0
 				fmt.Sscan(string(m.Key), &i)
 				if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
