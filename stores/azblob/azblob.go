@@ -19,7 +19,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -355,16 +354,11 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error
 	if size > limit {
 		return nil, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
 	}
-	// One byte more than Content-Length tells a body that is longer.
-	buf := make([]byte, size+1)
-	n, err := io.ReadFull(body, buf)
-	switch {
-	case err != nil && err != io.ErrUnexpectedEOF && err != io.EOF: // EOF: an empty blob
+	b, err := stores.ReadExactly(body, size)
+	if err != nil {
 		return nil, s.fail("get", key, err)
-	case int64(n) != size:
-		return nil, s.fail("get", key, fmt.Errorf("the body held %d bytes or more, Content-Length said %d", n, size))
 	}
-	return buf[:n], nil
+	return b, nil
 }
 
 // Stat reads the blob's properties.

@@ -300,21 +300,16 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error
 	if resp.ContentLength > limit {
 		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Permanent, Err: fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit)}
 	}
-	buf := make([]byte, resp.ContentLength+1)
-	n, err := io.ReadFull(resp.Body, buf)
-	switch {
-	case err != nil && err != io.ErrUnexpectedEOF && err != io.EOF:
-		return nil, s.fail("get", key, nil, err)
-	case int64(n) != resp.ContentLength:
-		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable,
-			Err: fmt.Errorf("the body held %d bytes, Content-Length said %d", n, resp.ContentLength)}
+	buf, err := stores.ReadExactly(resp.Body, resp.ContentLength)
+	if err != nil {
+		return nil, s.fail("get", key, nil, err) // a short or long body: a failed try
 	}
 	if want := resp.Header.Get(headerSHA256); want != "" {
-		if sum := sha256.Sum256(buf[:n]); hex.EncodeToString(sum[:]) != strings.ToLower(want) {
+		if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != strings.ToLower(want) {
 			return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the body does not match the server's " + headerSHA256)}
 		}
 	}
-	return buf[:n], nil
+	return buf, nil
 }
 
 // Stat is a HEAD of the object.

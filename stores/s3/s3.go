@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -330,15 +329,11 @@ func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error
 	if size > limit {
 		return nil, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
 	}
-	buf := make([]byte, size+1)
-	n, err := io.ReadFull(out.Body, buf)
-	switch {
-	case err != nil && err != io.ErrUnexpectedEOF && err != io.EOF:
+	b, err := stores.ReadExactly(out.Body, size)
+	if err != nil {
 		return nil, s.fail("get", key, err)
-	case int64(n) != size:
-		return nil, s.fail("get", key, fmt.Errorf("the body held %d bytes or more, Content-Length said %d", n, size))
 	}
-	return buf[:n], nil
+	return b, nil
 }
 
 // Stat reads the object's size.
