@@ -98,7 +98,7 @@ func find(name string) *command {
 
 func (c *cli) usage(w io.Writer) {
 	fmt.Fprintf(w, `offloader keeps oversize values out of Kafka: it consumes a raw topic, stores
-values over a threshold in a payload store (Azure Blob, filesystem), and produces
+values over a threshold in a payload store (Azure Blob, S3, HTTP, filesystem), and produces
 small pointer records to a slim topic, exactly once, in Kafka transactions.
 
 Usage:
