@@ -14,6 +14,12 @@ RUN CGO_ENABLED=1 go build -trimpath \
       -o /out/offloader ./cmd/offloader
 
 FROM debian:bookworm-slim
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="offloader" \
+      org.opencontainers.image.description="Keeps oversize values out of Kafka topics, exactly once" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
@@ -23,6 +29,10 @@ USER 10001:10001
 WORKDIR /var/lib/offloader
 # Mount the pipeline file here (read-only) and pass secrets as environment variables.
 VOLUME ["/etc/offloader"]
+# Inside a container the metrics and health listener must answer from outside
+# it: all interfaces (an environment override wins over the file; set it to
+# change the address).
+ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/offloader"]
 CMD ["run", "-c", "/etc/offloader/pipelines.yaml"]
