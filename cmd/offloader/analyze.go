@@ -246,11 +246,9 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 func analysisThreshold(p *config.Pipeline, f *kafkaedge.Figures, flag string) (int, string, error) {
 	auto := func() (int, string) {
 		if f.Slim.Exists {
-			limit := f.Threshold + int(transforms.AutoThresholdHeadroom)
-			if f.Threshold == 0 {
-				limit = min(f.ProducerMaxMessageBytes, f.Slim.MaxMessageBytes)
-			}
-			return transforms.AutoThreshold(limit), fmt.Sprintf("auto: the slim topic %s's limit less %s", f.Slim.Name, transforms.AutoThresholdHeadroom)
+			// The limit run derives auto from, whatever the pipeline's own step says.
+			limit := f.SlimLimit()
+			return transforms.AutoThreshold(limit.Bytes), fmt.Sprintf("auto: %s less %s", limit.Gate, transforms.AutoThresholdHeadroom)
 		}
 		limit := f.ProducerMaxMessageBytes
 		if f.BrokerMessageMaxBytes > 0 {

@@ -30,7 +30,11 @@ type Topology struct {
 }
 
 // SlimLimit is the largest record the slim topic takes from the producer.
-func (t *Topology) SlimLimit() engine.Limit { return t.Figures.limitOf(t.Figures.Slim) }
+func (t *Topology) SlimLimit() engine.Limit { return t.Figures.SlimLimit() }
+
+// SlimLimit is the largest record the slim topic takes from the producer,
+// and the gate that sets it: what threshold: auto is derived from.
+func (f *Figures) SlimLimit() engine.Limit { return f.limitOf(f.Slim) }
 
 // FailureLimits are the largest records each retry topic and the
 // dead-letter topic take from the producer, by topic.

@@ -183,7 +183,12 @@ func (s *Store) do(ctx context.Context, method, key string, body []byte, header 
 	if len(body) > 0 {
 		rb = body // an empty one goes as no body: Content-Length 0, not chunked
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, method, s.objectURL(key), rb)
+	return s.send(ctx, method, s.objectURL(key), rb, header)
+}
+
+// send makes one call (with the client's retries) to url with the auth header.
+func (s *Store) send(ctx context.Context, method, url string, body any, header http.Header) (*http.Response, error) {
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return nil, err
 	}
@@ -362,14 +367,7 @@ type listing struct {
 // List pages through GET <url>/?prefix=P&after=K.
 func (s *Store) List(ctx context.Context, prefix string, each func(stores.Object) error) error {
 	for after := ""; ; {
-		req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, s.base+"/?"+url.Values{"prefix": {prefix}, "after": {after}}.Encode(), nil)
-		if err != nil {
-			return err
-		}
-		if s.cfg.AuthToken != "" {
-			req.Header.Set(s.cfg.AuthHeader, strings.TrimSpace(s.cfg.AuthScheme+" "+s.cfg.AuthToken))
-		}
-		resp, err := s.client.Do(req)
+		resp, err := s.send(ctx, http.MethodGet, s.base+"/?"+url.Values{"prefix": {prefix}, "after": {after}}.Encode(), nil, nil)
 		if err != nil {
 			return s.fail("list", prefix, nil, err)
 		}
