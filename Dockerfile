@@ -34,5 +34,9 @@ VOLUME ["/etc/offloader"]
 # change the address).
 ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464
 EXPOSE 9464
+# /healthz fails once the run loop failed or stalled; offloader status asks it
+# at $OFFLOADER_OBSERVABILITY__LISTEN (the image has no curl).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["/usr/local/bin/offloader", "status", "--healthz", "--timeout", "4s"]
 ENTRYPOINT ["/usr/local/bin/offloader"]
 CMD ["run", "-c", "/etc/offloader/pipelines.yaml"]

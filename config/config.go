@@ -229,6 +229,15 @@ type Observability struct {
 	LogFormat string `key:"log_format"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `key:"log_level"`
+	// AdminToken, when set, protects the admin API on the listener (GET
+	// /status, POST /pause, POST /resume): every call must send
+	// "Authorization: Bearer TOKEN". At least 16 characters; take it from
+	// the environment (${OFFLOADER_ADMIN_TOKEN}).
+	AdminToken string `key:"admin_token"`
+	// PauseFile, when set, keeps an operator's pause across restarts: POST
+	// /pause writes it, POST /resume removes it, and an instance that finds
+	// it at start-up starts paused. Unset, a restart resumes.
+	PauseFile string `key:"pause_file"`
 }
 
 // defaults returns a pipeline holding every default; the YAML overwrites them.

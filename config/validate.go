@@ -244,6 +244,9 @@ func msProperty(props map[string]string, name string, def time.Duration, path st
 	return time.Duration(ms) * time.Millisecond
 }
 
+// minAdminToken is the shortest observability.admin_token taken.
+const minAdminToken = 16
+
 func (p *Pipeline) validateObservability(path string, problems *settings.Problems) {
 	o := p.Observability
 	if o.Listen != "" {
@@ -252,6 +255,15 @@ func (p *Pipeline) validateObservability(path string, problems *settings.Problem
 		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 			problems.Add(path+".observability.listen", "port %q is not a number from 0 to 65535", port)
 		}
+	}
+	if o.AdminToken != "" && len(o.AdminToken) < minAdminToken {
+		problems.Add(path+".observability.admin_token", "has %d characters; use at least %d (for example: openssl rand -hex 16)", len(o.AdminToken), minAdminToken)
+	}
+	if o.AdminToken != "" && o.Listen == "" {
+		problems.Add(path+".observability.admin_token", "is set but observability.listen is empty: the admin API is served on that listener")
+	}
+	if o.PauseFile != "" && o.Listen == "" {
+		problems.Add(path+".observability.pause_file", "is set but observability.listen is empty: only the admin API on that listener pauses")
 	}
 	switch o.LogFormat {
 	case "json", "console":

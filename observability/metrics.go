@@ -27,6 +27,7 @@ type Metrics struct {
 	Offloaded      prometheus.Counter
 	OffloadedBytes prometheus.Counter
 	Passthrough    prometheus.Counter
+	Retried        prometheus.Counter
 	StoreLatency   *prometheus.HistogramVec
 	TxnCommits     prometheus.Counter
 	TxnAborts      prometheus.Counter
@@ -44,9 +45,11 @@ type Metrics struct {
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
 	pipeline          string
-	// pausedFor is why the pipeline is paused (empty: it is not); /readyz
-	// answers 503 with it for as long as the pause lasts.
-	pausedFor atomic.Pointer[string]
+	// pausedFor is why the pipeline is paused for an unavailable store, and
+	// heldFor why an operator paused it (nil: it is not); /readyz answers
+	// 503 with the reason for as long as the pause lasts.
+	pausedFor, heldFor atomic.Pointer[string]
+	stores             storeHealth
 }
 
 // NewMetrics registers the metrics of one pipeline.
@@ -68,6 +71,7 @@ func NewMetrics(pipeline string) *Metrics {
 		Offloaded:       f("offloaded_records_total", "Records whose value went to a payload store."),
 		OffloadedBytes:  f("offloaded_bytes_total", "Value bytes moved to a payload store."),
 		Passthrough:     f("passthrough_records_total", "Records produced with their value inline."),
+		Retried:         f("retried_records_total", "Records sent to a retry topic (in the transaction that commits their offsets)."),
 		TxnCommits:      f("transactions_committed_total", "Kafka transactions committed."),
 		TxnAborts:       f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
 		StuckProducers:  f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout (its open transaction aborted, its batch was reprocessed)."),
@@ -89,7 +93,7 @@ func NewMetrics(pipeline string) *Metrics {
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}, []string{"topic", "partition"}),
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "offloader", Name: "paused", Help: "1 while the pipeline is paused (payload store unavailable), else 0.",
+			Namespace: "offloader", Name: "paused", Help: "1 while the pipeline is paused (payload store unavailable, or paused through the admin API's POST /pause), else 0.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}),
 		SlowStoreCalls: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -127,11 +131,33 @@ func (m *Metrics) Pause(reason string) {
 // Resume ends a pause.
 func (m *Metrics) Resume() {
 	m.pausedFor.Store(nil)
-	m.Paused.Set(0)
+	m.setPaused()
+}
+
+// PauseByOperator marks the pipeline paused by an operator for reason
+// until ResumeByOperator, as Pause does.
+func (m *Metrics) PauseByOperator(reason string) {
+	m.heldFor.Store(&reason)
+	m.Paused.Set(1)
+}
+
+// ResumeByOperator ends an operator's pause.
+func (m *Metrics) ResumeByOperator() {
+	m.heldFor.Store(nil)
+	m.setPaused()
+}
+
+func (m *Metrics) setPaused() {
+	if m.pausedFor.Load() == nil && m.heldFor.Load() == nil {
+		m.Paused.Set(0)
+	}
 }
 
 // Readiness is what /readyz answers: ready, or why not.
 func (m *Metrics) Readiness() (ready bool, why string) {
+	if reason := m.heldFor.Load(); reason != nil {
+		return false, "paused by an operator: " + *reason
+	}
 	if reason := m.pausedFor.Load(); reason != nil {
 		return false, "paused: " + *reason
 	}
@@ -147,10 +173,14 @@ func (m *Metrics) SetHealthy(healthy bool) { m.healthy.Store(healthy) }
 // Progress records that the run loop went round at now; /healthz fails when it stalls.
 func (m *Metrics) Progress(now time.Time) { m.lastProgressNanos.Store(now.UnixNano()) }
 
-// Serve answers /metrics, /healthz and /readyz on addr until ctx ends. It returns
-// once the listener is bound, or with the bind error.
-func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Duration) (net.Addr, error) {
+// Serve answers /metrics, /healthz and /readyz on addr until ctx ends, and
+// every other path with more (the admin API; nil: 404). It returns once the
+// listener is bound, or with the bind error.
+func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Duration, more http.Handler) (net.Addr, error) {
 	mux := http.NewServeMux()
+	if more != nil {
+		mux.Handle("/", more)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		stalled := time.Since(time.Unix(0, m.lastProgressNanos.Load())) > stallAfter
@@ -189,25 +219,33 @@ func (m *Metrics) Serve(ctx context.Context, addr string, stallAfter time.Durati
 // InstrumentStore wraps a payload store so that every call's latency lands in
 // StoreLatency; the stores themselves stay free of metrics code.
 func (m *Metrics) InstrumentStore(name string, s stores.Store) stores.Store {
-	return &instrumentedStore{Store: s, name: name, latency: m.StoreLatency}
+	m.stores.add(name)
+	return &instrumentedStore{Store: s, name: name, latency: m.StoreLatency, health: &m.stores}
 }
 
 type instrumentedStore struct {
 	stores.Store
 	name    string
 	latency *prometheus.HistogramVec
+	health  *storeHealth
 }
 
-func (s *instrumentedStore) observe(op string, start time.Time) {
-	s.latency.WithLabelValues(s.name, op).Observe(time.Since(start).Seconds())
+func (s *instrumentedStore) observe(op string, start time.Time, err error) {
+	now := time.Now()
+	s.latency.WithLabelValues(s.name, op).Observe(now.Sub(start).Seconds())
+	s.health.observe(s.name, now, err)
 }
 
 func (s *instrumentedStore) Put(ctx context.Context, key string, value []byte, meta stores.Metadata) error {
-	defer s.observe("put", time.Now())
-	return s.Store.Put(ctx, key, value, meta)
+	start := time.Now()
+	err := s.Store.Put(ctx, key, value, meta)
+	s.observe("put", start, err)
+	return err
 }
 
 func (s *instrumentedStore) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
-	defer s.observe("get", time.Now())
-	return s.Store.Get(ctx, key, limit)
+	start := time.Now()
+	b, err := s.Store.Get(ctx, key, limit)
+	s.observe("get", start, err)
+	return b, err
 }

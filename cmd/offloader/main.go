@@ -48,7 +48,7 @@ type cli struct {
 }
 
 func commands() []*command {
-	return []*command{runCommand(), validateCommand(), checkCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
+	return []*command{runCommand(), validateCommand(), checkCommand(), statusCommand(), pauseCommand(), resumeCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
 }
 
 func main() {

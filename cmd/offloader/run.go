@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafkaedge"
@@ -169,12 +170,10 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
 	metrics := observability.NewMetrics(p.Name)
 	metrics.SetBuildInfo(version, commit, kafkaedge.LibraryVersion())
-	if p.Observability.Listen != "" {
-		addr, err := metrics.Serve(ctx, p.Observability.Listen, 2*time.Minute)
-		if err != nil {
-			return runResult{}, fmt.Errorf("observability.listen %s: %w", p.Observability.Listen, err)
-		}
-		logger.Info("serving /metrics, /healthz and /readyz", zap.String("address", addr.String()))
+	api := &admin.Server{Pipeline: p.Name, Instance: kafkaedge.TransactionalID(p), Version: version, Stores: metrics.StoreHealth,
+		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger}
+	if err := serveAdmin(ctx, p.Observability, metrics, api, logger); err != nil {
+		return runResult{}, err
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -304,6 +303,12 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		Logger:             logger,
 		Metrics:            metrics,
 	}, group, session)
+	if err := startPaused(eng, p.Observability.PauseFile, logger); err != nil {
+		session.Close()
+		group.Close()
+		return runResult{}, err
+	}
+	api.Attach(eng)
 	storeTypes := map[string]string{}
 	for name, s := range p.Stores {
 		storeTypes[name] = s.Type

@@ -67,7 +67,7 @@ func (b *batch) reset() {
 // tally counts a transaction's records for the metrics, which are updated once
 // per transaction rather than once per record.
 type tally struct {
-	out, dropped, offloaded, passthrough int
+	out, dropped, offloaded, passthrough, retried int
 	offloadedBytes                       int
 	deadLettered                         map[string]int // by failure class
 }

@@ -18,6 +18,8 @@ import (
 type pendingCommit struct {
 	done  chan error
 	start []Offset // each partition's first offset in the batch
+	// offsets are the positions it commits.
+	offsets []Offset
 	// settled counts the batch's records per partition consumed, for the
 	// run's report once the commit succeeded; tally is what it produced.
 	settled map[Partition]int64
@@ -140,6 +142,8 @@ func (e *Engine) count(in, out *pipeline.Record) {
 		}
 		class, _ := out.Header(dlt.HeaderClass)
 		t.deadLettered[string(class)]++
+	case e.intake.RetryTopics[out.Destination]:
+		t.retried++
 	case pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header):
 		t.offloaded++
 		t.offloadedBytes += len(in.Value)
@@ -169,7 +173,7 @@ func (e *Engine) handOff(ctx context.Context, start []Offset) error {
 		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
 	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: start, settled: e.batch.settled(), tally: t, bytes: e.batch.bytes}
+	p := &pendingCommit{done: make(chan error, 1), start: start, offsets: offsets, settled: e.batch.settled(), tally: t, bytes: e.batch.bytes}
 	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
 	go func() { p.done <- e.commit(ctx, offsets, t) }()
 	return nil
@@ -194,6 +198,7 @@ func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
 	e.m.Offloaded.Add(float64(t.offloaded))
 	e.m.OffloadedBytes.Add(float64(t.offloadedBytes))
 	e.m.Passthrough.Add(float64(t.passthrough))
+	e.m.Retried.Add(float64(t.retried))
 	if ce := e.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
 		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
 	}
@@ -220,6 +225,8 @@ func (e *Engine) settled(ctx context.Context, err error, rewind bool) (aborted b
 			e.report.Committed[part] += n
 		}
 		e.total.add(p.tally, e.opts.Now())
+		e.noteCommitted(p.offsets)
+		e.publish()
 		if e.opts.Committed != nil {
 			e.opts.Committed(p.settled, p.bytes)
 		}

@@ -176,6 +176,13 @@ type Engine struct {
 	reread map[Partition]int64
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
+
+	ctl   control // an operator's pause and resume requests
+	hold  *hold   // an operator's pause in effect
+	board statusBoard
+	// positions, committed and lags are what Status shows of the
+	// partitions held: the last figures read or committed.
+	positions, committed, lags map[Partition]int64
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
@@ -183,6 +190,7 @@ type Engine struct {
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.held, e.failures, e.reread = map[Partition]time.Time{}, map[Offset]int{}, map[Partition]int64{}
+	e.positions, e.committed, e.lags = map[Partition]int64{}, map[Partition]int64{}, map[Partition]int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.until, e.atEnd = map[Partition]int64{}, map[Partition]bool{}
@@ -198,7 +206,11 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		}
 		rep = e.report
 		e.summary(began, err)
+		if err != nil {
+			e.publishEnd(StateFailed, err)
+		}
 	}()
+	e.publish()
 	topics := append([]string(nil), e.opts.SourceTopics...)
 	for _, t := range e.policy.Rules().Tiers {
 		topics = append(topics, t.Topic)
@@ -220,6 +232,9 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.now = e.opts.Now()
 	for ctx.Err() == nil {
 		if err := e.resumeDue(); err != nil {
+			return rep, err
+		}
+		if err := e.obey(work); err != nil {
 			return rep, err
 		}
 		if err := e.pollOnce(); err != nil {
@@ -247,6 +262,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		e.progress()
 	}
 	e.log.Info("stopping: committing the batch in hand", zap.Int("records", e.batch.len))
+	e.publishEnd(StateStopping, nil)
 	if e.batch.len > 0 {
 		if err := e.flush(work); err != nil {
 			return rep, err
@@ -480,10 +496,19 @@ func (e *Engine) resumeEnded() error {
 	return nil
 }
 
-// updateLag refreshes the consumer lag gauge from cached watermarks, every few
-// seconds. (librdkafka's committed-offset statistics go stale under EOS.)
+// lagEvery is how often the lag gauge and the status's positions are refreshed.
+const lagEvery = 5 * time.Second
+
+// updateLag refreshes the consumer lag gauge from cached watermarks, and the
+// status, every lagEvery. (librdkafka's committed-offset statistics go stale
+// under EOS.)
 func (e *Engine) updateLag() {
-	if e.now.Sub(e.lastLag) < 5*time.Second || len(e.assigned) == 0 {
+	if e.now.Sub(e.lastLag) < lagEvery {
+		return
+	}
+	defer e.publish()
+	if len(e.assigned) == 0 {
+		e.lastLag = e.now
 		return
 	}
 	e.lastLag = e.now
@@ -501,7 +526,9 @@ func (e *Engine) updateLag() {
 	}
 	var lag int64
 	for _, p := range positions {
+		e.positions[p.Partition] = p.Offset
 		if h, ok := high[p.Partition]; ok && h >= 0 {
+			e.lags[p.Partition] = h - p.Offset
 			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition.Partition)).Set(float64(h - p.Offset))
 			lag += h - p.Offset
 		}

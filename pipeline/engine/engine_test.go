@@ -37,6 +37,8 @@ type harness struct {
 	clock *clock
 	m     *observability.Metrics
 	opts  Options
+	// eng is the engine run runs; set before run, it is that one.
+	eng *Engine
 }
 
 func newHarness(t *testing.T, rules dlt.Rules, chain pipeline.Chain, parts ...Partition) *harness {
@@ -91,8 +93,11 @@ func (h *harness) run(stop func() bool) (Report, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	if h.eng == nil {
+		h.eng = New(h.opts, h.src, h.ses)
+	}
 	go func() {
-		rep, err := New(h.opts, h.src, h.ses).Run(ctx)
+		rep, err := h.eng.Run(ctx)
 		done <- result{rep, err}
 	}()
 	deadline := time.After(20 * time.Second)

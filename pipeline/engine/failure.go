@@ -175,6 +175,7 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 	case dlt.RetryInPlace:
 		k := offsetOf(re.Record)
 		e.failures[k]++
+		e.total.retriedInPlace++
 		e.log.Warn("record failed: retrying in place (mode: blocking)", zap.String("topic", re.Record.Topic),
 			zap.Int32("partition", re.Record.Partition), zap.Int64("offset", re.Record.Offset),
 			zap.Int("attempt", e.failures[k]), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in", d.Delay), zap.Error(err))

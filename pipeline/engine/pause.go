@@ -17,6 +17,7 @@ import (
 type pause struct {
 	outages int // consecutive batches paused
 	since   time.Time
+	reason  string
 }
 
 // paused records one more batch paused on err. The first is logged and shown
@@ -30,7 +31,9 @@ func (e *Engine) paused(err error, d dlt.Decision) {
 	}
 	e.pause.since = e.opts.Now()
 	reason := pauseReason(err, e.pause.since)
+	e.pause.reason = reason
 	e.m.Pause(reason)
+	e.publish()
 	e.log.Error("payload store unavailable past its budget: pipeline paused, the batch is retried until the store answers",
 		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", d.Delay))
 }
@@ -44,6 +47,7 @@ func (e *Engine) resumed() {
 		zap.Int("attempts", e.pause.outages))
 	e.m.Resume()
 	e.pause = pause{}
+	e.publish()
 }
 
 // pauseReason says which store made the pipeline pause, and since when.
@@ -82,6 +86,9 @@ func (e *Engine) holdUntilDue(rec *pipeline.Record) (bool, error) {
 
 // resumeDue resumes the held retry partitions whose record is due.
 func (e *Engine) resumeDue() error {
+	if e.hold != nil {
+		return nil // an operator's pause: they wait for the resume
+	}
 	now := e.opts.Now()
 	for p, until := range e.held {
 		if now.Before(until) {

@@ -13,6 +13,7 @@ const progressEvery = 30 * time.Second
 // shutdown summary (kept by the polling goroutine, from settled commits).
 type totals struct {
 	records, produced, dropped, offloaded, deadLettered int
+	retried, retriedInPlace                             int
 	offloadedBytes                                      int
 	commits                                             int
 	lastCommit                                          time.Time
@@ -24,6 +25,7 @@ func (t *totals) add(c tally, at time.Time) {
 	t.dropped += c.dropped
 	t.offloaded += c.offloaded
 	t.offloadedBytes += c.offloadedBytes
+	t.retried += c.retried
 	for _, n := range c.deadLettered {
 		t.deadLettered += n
 	}

@@ -18,6 +18,17 @@ func (e *Engine) Assigned(parts []Partition) error {
 		}
 	}
 	e.m.SetReady(len(e.assigned) > 0)
+	if committed, err := e.src.Committed(parts); err == nil {
+		for _, o := range committed {
+			e.committed[o.Partition] = o.Offset
+		}
+	}
+	if e.hold != nil {
+		if err := e.pauseHeld(parts); err != nil {
+			return err
+		}
+	}
+	e.publish()
 	return nil
 }
 
@@ -38,7 +49,9 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 		delete(e.held, p) // whoever gets the partition holds it again
 		delete(e.atEnd, p)
 	}
+	e.forgetPartitions(parts)
 	e.m.SetReady(len(e.assigned) > 0)
+	e.publish()
 	return nil
 }
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/admin"
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline/engine"
+)
+
+// adminWait is how long POST /pause and /resume wait for the engine to obey
+// before answering 202: a pause commits the batch in hand first.
+const adminWait = 30 * time.Second
+
+// stallAfter is how long the run loop may not come round before /healthz fails.
+const stallAfter = 2 * time.Minute
+
+// serveAdmin starts the listener of /metrics, /healthz, /readyz and the
+// admin API, if observability.listen names one.
+func serveAdmin(ctx context.Context, o config.Observability, m *observability.Metrics, api *admin.Server, logger *zap.Logger) error {
+	if o.Listen == "" {
+		return nil
+	}
+	if o.PauseFile != "" {
+		if fi, err := os.Stat(filepath.Dir(o.PauseFile)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("observability.pause_file %s: its directory must exist and be writable (a volume that outlives the container)", o.PauseFile)
+		}
+	}
+	addr, err := m.Serve(ctx, o.Listen, stallAfter, api)
+	if err != nil {
+		return fmt.Errorf("observability.listen %s: %w", o.Listen, err)
+	}
+	logger.Info("serving /metrics, /healthz, /readyz and the admin API (/status, /pause, /resume)",
+		zap.String("address", addr.String()), zap.Bool("token", o.AdminToken != ""))
+	if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.AdminToken == "" {
+		logger.Warn("the admin API answers anyone who reaches this address: POST /pause and /resume steer the pipeline; set observability.admin_token (or keep the port private)",
+			zap.String("address", addr.String()))
+	}
+	return nil
+}
+
+// startPaused pauses eng before it consumes anything if the pause file
+// says an operator paused it before a restart.
+func startPaused(eng *engine.Engine, path string, logger *zap.Logger) error {
+	if path == "" {
+		return nil
+	}
+	reason, paused, err := admin.ReadPauseFile(path)
+	if err != nil || !paused {
+		return err
+	}
+	eng.Pause(reason)
+	logger.Warn("starting paused: an operator paused this pipeline before the restart (POST /resume, or offloader resume, resumes it)",
+		zap.String("reason", reason), zap.String("pause_file", path))
+	return nil
+}

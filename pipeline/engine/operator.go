@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// hold is an operator's pause in effect.
+type hold struct {
+	reason string
+	since  time.Time
+}
+
+// control carries an operator's pause and resume requests from any
+// goroutine to the polling one, which obeys them between batches.
+type control struct {
+	mu      sync.Mutex
+	pause   bool   // what was asked last
+	reason  string // why, for a pause
+	applied chan struct{}
+}
+
+// Pause asks the engine to pause: it commits the batch in hand, then stops
+// consuming the partitions it holds (and those assigned to it later) until
+// Resume. Nothing is skipped: consumption resumes at the committed offsets.
+// The channel returned is closed once the pause is in effect. A pause lasts
+// until Resume or the end of the run. Safe from any goroutine.
+func (e *Engine) Pause(reason string) <-chan struct{} { return e.ctl.ask(true, reason) }
+
+// Resume ends an operator's pause; the channel returned is closed once
+// consumption has resumed. Safe from any goroutine.
+func (e *Engine) Resume() <-chan struct{} { return e.ctl.ask(false, "") }
+
+func (c *control) ask(pause bool, reason string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pause, c.reason = pause, reason
+	if c.applied == nil {
+		c.applied = make(chan struct{})
+	}
+	return c.applied
+}
+
+// wanted is the last request, and the channel to close once it is obeyed
+// (nil: nothing was asked since the last one was obeyed).
+func (c *control) wanted() (pause bool, reason string, applied chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pause, c.reason, c.applied
+}
+
+// obeyed closes applied, if no newer request came meanwhile.
+func (c *control) obeyed(applied chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.applied == applied {
+		close(applied)
+		c.applied = nil
+	}
+}
+
+// obey carries out an operator's pending request. A pause first commits the
+// batch in hand (or, if it cannot commit, rewinds it), then pauses every
+// partition held and seeks it to its position, so that nothing fetched past
+// the last commit is kept; a resume resumes them, except the retry
+// partitions held until their next record is due.
+func (e *Engine) obey(ctx context.Context) error {
+	pause, reason, applied := e.ctl.wanted()
+	if applied == nil {
+		return nil
+	}
+	switch {
+	case pause && e.hold == nil:
+		if e.batch.len > 0 {
+			if err := e.flush(ctx); err != nil {
+				return err
+			}
+		}
+		if _, err := e.settle(ctx, true); err != nil {
+			return err
+		}
+		if e.batch.len > 0 {
+			return nil // the commit aborted and its rewind kept a batch: try again next round
+		}
+		if err := e.pauseHeld(e.assigned); err != nil {
+			return err
+		}
+		e.hold = &hold{reason: reason, since: e.opts.Now()}
+		e.m.PauseByOperator(reason)
+		e.log.Info("paused by an operator: the batch in hand is committed and nothing more is consumed until resumed",
+			zap.String("reason", reason), zap.Int("partitions", len(e.assigned)))
+	case pause:
+		e.hold.reason = reason
+		e.m.PauseByOperator(reason)
+	case e.hold != nil:
+		parts := slices.DeleteFunc(slices.Clone(e.assigned), func(p Partition) bool {
+			_, held := e.held[p]
+			return held || e.atEnd[p]
+		})
+		if err := e.src.Resume(parts); err != nil {
+			return fmt.Errorf("%w: resuming %v after an operator's pause: %w", ErrFatal, parts, err)
+		}
+		e.log.Info("resumed by an operator", zap.Duration("paused_for", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
+		e.hold = nil
+		e.m.ResumeByOperator()
+	}
+	e.publish()
+	e.ctl.obeyed(applied)
+	return nil
+}
+
+// pauseHeld pauses parts for an operator's pause, and seeks each to its
+// position: records fetched but not read are dropped and read after the
+// resume.
+func (e *Engine) pauseHeld(parts []Partition) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := e.src.Pause(parts); err != nil {
+		return fmt.Errorf("%w: pausing %v for an operator: %w", ErrFatal, parts, err)
+	}
+	positions, err := e.src.Positions(parts)
+	if err != nil {
+		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
+	}
+	if len(positions) == 0 {
+		return nil
+	}
+	if err := e.src.Seek(positions); err != nil {
+		return fmt.Errorf("%w: seeking the paused partitions to their positions: %w", ErrFatal, err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// An operator's pause commits the batch in hand, then nothing is consumed
+// (also from partitions a rebalance assigns meanwhile) until the resume;
+// /readyz, offloader_paused and Status say so, and every record still
+// comes out once, in order.
+func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing.T) {
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
+	for _, p := range []Partition{p0, p1, p2} {
+		h.b.write(p, 40)
+		h.opts.Until = append(h.opts.Until, Offset{p, 40})
+	}
+	h.opts.SourcePartitions = map[string]int{"raw": 3}
+	h.eng = New(h.opts, h.src, h.ses)
+	var applied <-chan struct{}
+	var at map[Partition]int64 // the positions once the pause took effect
+	h.src.script[10] = func(*source) { applied = h.eng.Pause("store maintenance") }
+	h.src.script[20] = func(s *source) {
+		select {
+		case <-applied:
+		default:
+			t.Fatal("the pause did not take effect within 10 polls")
+		}
+		at = map[Partition]int64{p0: s.pos[p0], p1: s.pos[p1]}
+		for p, pos := range at {
+			if got := h.b.committedAt(p); got != pos {
+				t.Errorf("%s paused at position %d with %d committed: the batch in hand must commit first", p, pos, got)
+			}
+		}
+		if ready, why := h.m.Readiness(); ready || why != "paused by an operator: store maintenance" {
+			t.Errorf("/readyz: ready %v, %q; want 503 with the operator's reason", ready, why)
+		}
+		if got := testutil.ToFloat64(h.m.Paused); got != 1 {
+			t.Errorf("offloader_paused is %v while paused, want 1", got)
+		}
+		st := h.eng.Status()
+		if st.State != StatePaused || st.Paused == nil || st.Paused.By != PausedByOperator || st.Paused.Reason != "store maintenance" {
+			t.Errorf("status while paused: %+v, paused %+v", st, st.Paused)
+		}
+		for _, ps := range st.Partitions {
+			if want := at[Partition{ps.Topic, ps.Partition}]; ps.Committed != want {
+				t.Errorf("status shows %s/%d committed at %d, want %d", ps.Topic, ps.Partition, ps.Committed, want)
+			}
+		}
+		// A rebalance while paused: the partitions assigned are paused too.
+		s.revoke(p1)
+		s.assign(p1, p2)
+		if !s.paused[p1] || !s.paused[p2] {
+			t.Errorf("partitions assigned during the pause are not paused: %v", s.paused)
+		}
+	}
+	h.src.script[40] = func(s *source) {
+		for p, pos := range at {
+			if s.pos[p] != pos || h.b.committedAt(p) != pos {
+				t.Errorf("%s moved from %d to position %d, committed %d, while paused", p, pos, s.pos[p], h.b.committedAt(p))
+			}
+		}
+		if n := len(h.b.log(Partition{slim, 2})); n != 0 {
+			t.Errorf("%d records of %s produced while paused", n, p2)
+		}
+		applied = h.eng.Resume()
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40, p2: 40})
+	st := h.eng.Status()
+	if st.Paused != nil || st.Totals.Records != 120 || st.Totals.Produced != 120 || st.LastCommit.IsZero() {
+		t.Errorf("status after the resume: %+v", st)
+	}
+	if got := testutil.ToFloat64(h.m.Paused); got != 0 {
+		t.Errorf("offloader_paused is %v after the resume, want 0", got)
+	}
+	if ready, why := h.m.Readiness(); !ready && strings.Contains(why, "operator") {
+		t.Errorf("/readyz after the resume: %s", why)
+	}
+}
+
+// A pause asked before the run starts (a pause file found at start-up)
+// holds every partition from its assignment on: nothing is consumed until
+// the resume.
+func TestAPauseAskedBeforeTheRunConsumesNothingUntilTheResume(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
+	h.eng = New(h.opts, h.src, h.ses)
+	h.eng.Pause("kept across a restart")
+	h.src.script[25] = func(s *source) {
+		if got := testutil.ToFloat64(h.m.RecordsIn); got != 0 {
+			t.Errorf("%v records consumed by an instance started paused", got)
+		}
+		st := h.eng.Status()
+		if st.State != StatePaused || len(st.Partitions) != 2 {
+			t.Errorf("status of an instance started paused: %+v", st)
+		}
+		if !slices.Equal([]bool{s.paused[p0], s.paused[p1]}, []bool{true, true}) {
+			t.Errorf("assigned partitions not paused: %v", s.paused)
+		}
+		h.eng.Resume()
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 30, p1: 30})
+}

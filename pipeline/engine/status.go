@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// States of a running engine, as Status reports them (the words of Kafka
+// Connect's status API).
+const (
+	// StateUnassigned: running, but the group gave it no partition.
+	StateUnassigned = "UNASSIGNED"
+	// StateRunning: consuming the partitions it holds.
+	StateRunning = "RUNNING"
+	// StatePaused: an operator or an unavailable store paused it (Status.Paused says which).
+	StatePaused = "PAUSED"
+	// StateStopping: a signal came; it commits the batch in hand and leaves the group.
+	StateStopping = "STOPPING"
+	// StateFailed: it stopped on a fatal error (Status.Error).
+	StateFailed = "FAILED"
+)
+
+// Who paused the pipeline.
+const (
+	PausedByOperator = "operator" // Engine.Pause (the admin API's POST /pause)
+	PausedByStore    = "store"    // a payload store unavailable past errors.store_budget
+)
+
+// Status is what the engine is doing, as the admin API's GET /status shows
+// it. Its figures count from the start of this run.
+type Status struct {
+	State string `json:"state"`
+	// Paused says by whom, why and since when; nil while not paused.
+	Paused     *PauseStatus      `json:"paused"`
+	Partitions []PartitionStatus `json:"partitions"`
+	// LastCommit is when the last transaction committed (zero: none yet).
+	LastCommit time.Time `json:"last_commit,omitzero"`
+	Totals     Totals    `json:"totals"`
+	// Error is the fatal error a FAILED engine stopped on.
+	Error string `json:"error,omitempty"`
+	// UpdatedAt is when the engine last refreshed this status: at each
+	// commit, rebalance and pause, and at least every lagEvery.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PauseStatus is a pause: by PausedByOperator or PausedByStore.
+type PauseStatus struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// PartitionStatus is one partition the engine holds. Offsets and lag are -1
+// while unknown (nothing read or committed yet).
+type PartitionStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Position is the offset of the next record to read.
+	Position int64 `json:"position"`
+	// Committed is the group's committed offset: the next record whose
+	// output is not committed yet.
+	Committed int64 `json:"committed_offset"`
+	// Lag is the records from Position to the end of the partition.
+	Lag int64 `json:"lag"`
+	// Held: a retry partition waiting until its next record is due.
+	Held bool `json:"held,omitempty"`
+}
+
+// Totals are what the run committed.
+type Totals struct {
+	// Records are the consumed records whose offsets committed (produced,
+	// routed or dropped).
+	Records        int `json:"records"`
+	Produced       int `json:"produced"`
+	Offloaded      int `json:"offloaded"`
+	OffloadedBytes int `json:"offloaded_bytes"`
+	// Retried are the records sent to a retry topic, RetriedInPlace the
+	// batches read again for a record retried in place (errors.mode: blocking).
+	Retried        int `json:"retried"`
+	RetriedInPlace int `json:"retried_in_place"`
+	DeadLettered   int `json:"dead_lettered"`
+	Dropped        int `json:"dropped"`
+	Transactions   int `json:"transactions"`
+}
+
+// statusBoard holds the last Status published by the polling goroutine for
+// readers on any goroutine.
+type statusBoard struct {
+	last atomic.Pointer[Status]
+}
+
+// Status is the engine's last published status; safe from any goroutine.
+func (e *Engine) Status() Status {
+	if s := e.board.last.Load(); s != nil {
+		return *s
+	}
+	return Status{State: StateUnassigned}
+}
+
+// publish refreshes the status from the engine's state (polling goroutine).
+func (e *Engine) publish() { e.board.last.Store(e.snapshot()) }
+
+// snapshot is the engine's status now; a published one is never changed.
+func (e *Engine) snapshot() *Status {
+	s := &Status{State: StateRunning, LastCommit: e.total.lastCommit, UpdatedAt: e.opts.Now()}
+	switch {
+	case e.hold != nil:
+		s.State, s.Paused = StatePaused, &PauseStatus{By: PausedByOperator, Reason: e.hold.reason, Since: e.hold.since}
+	case e.pause.outages > 0:
+		s.State, s.Paused = StatePaused, &PauseStatus{By: PausedByStore, Reason: e.pause.reason, Since: e.pause.since}
+	case len(e.assigned) == 0:
+		s.State = StateUnassigned
+	}
+	t := e.total
+	s.Totals = Totals{Records: t.records, Produced: t.produced, Offloaded: t.offloaded, OffloadedBytes: t.offloadedBytes,
+		Retried: t.retried, RetriedInPlace: t.retriedInPlace, DeadLettered: t.deadLettered, Dropped: t.dropped, Transactions: t.commits}
+	for _, p := range e.assigned {
+		ps := PartitionStatus{Topic: p.Topic, Partition: p.Partition, Position: -1, Committed: -1, Lag: -1}
+		if o, ok := e.positions[p]; ok {
+			ps.Position = o
+		}
+		if o, ok := e.committed[p]; ok {
+			ps.Committed = o
+		}
+		if l, ok := e.lags[p]; ok {
+			ps.Lag = l
+		}
+		_, ps.Held = e.held[p]
+		s.Partitions = append(s.Partitions, ps)
+	}
+	slices.SortFunc(s.Partitions, func(a, b PartitionStatus) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return s
+}
+
+// publishEnd publishes the state Run ends in.
+func (e *Engine) publishEnd(state string, err error) {
+	s := e.snapshot()
+	s.State = state
+	if err != nil {
+		s.Error = err.Error()
+	}
+	e.board.last.Store(s)
+}
+
+// noteCommitted records the offsets a transaction committed.
+func (e *Engine) noteCommitted(offsets []Offset) {
+	for _, o := range offsets {
+		e.committed[o.Partition] = o.Offset
+		e.positions[o.Partition] = max(e.positions[o.Partition], o.Offset)
+	}
+}
+
+// forgetPartitions drops what the status knew of partitions given up.
+func (e *Engine) forgetPartitions(parts []Partition) {
+	for _, p := range parts {
+		delete(e.committed, p)
+		delete(e.positions, p)
+		delete(e.lags, p)
+	}
+}
