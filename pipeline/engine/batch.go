@@ -68,6 +68,6 @@ func (b *batch) reset() {
 // per transaction rather than once per record.
 type tally struct {
 	out, dropped, offloaded, passthrough, retried int
-	offloadedBytes                       int
-	deadLettered                         map[string]int // by failure class
+	offloadedBytes                                int
+	deadLettered                                  map[string]int // by failure class
 }
