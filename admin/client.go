@@ -92,7 +92,7 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values) (S
 			msg = ae.Message
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
-			msg += " (pass --token, or set OFFLOADER_ADMIN_TOKEN, to the pipeline's observability.admin_token)"
+			msg += " (pass --token, or set OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, to the pipeline's observability.admin_token)"
 		}
 		return Status{}, resp.StatusCode, fmt.Errorf("%s %s%s answered %s: %s", method, c.URL, path, resp.Status, msg)
 	}

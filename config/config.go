@@ -231,8 +231,9 @@ type Observability struct {
 	LogLevel string `key:"log_level"`
 	// AdminToken, when set, protects the admin API on the listener (GET
 	// /status, POST /pause, POST /resume): every call must send
-	// "Authorization: Bearer TOKEN". At least 16 characters; take it from
-	// the environment (${OFFLOADER_ADMIN_TOKEN}).
+	// "Authorization: Bearer TOKEN". At least 16 characters; set it from
+	// the environment (OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, which offloader
+	// status, pause and resume read too).
 	AdminToken string `key:"admin_token"`
 	// PauseFile, when set, keeps an operator's pause across restarts: POST
 	// /pause writes it, POST /resume removes it, and an instance that finds

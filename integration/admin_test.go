@@ -108,7 +108,7 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 		t.Fatalf("an unauthorized pause took effect: %s", st.State)
 	}
 
-	code, out := offloaderCLI(t, []string{"OFFLOADER_ADMIN_TOKEN=" + adminToken}, "pause", "--url", aURL, "--reason", "store maintenance")
+	code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}, "pause", "--url", aURL, "--reason", "store maintenance")
 	if code != 0 || !strings.Contains(out, "PAUSED") || !strings.Contains(out, "paused by operator since") || !strings.Contains(out, "store maintenance") {
 		t.Fatalf("offloader pause: exit %d\n%s", code, out)
 	}
@@ -156,12 +156,12 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 			t.Errorf("partition %d of the paused instance committed %d, %d at the pause", p, committed[p], atPause[p])
 		}
 	}
-	if code, out := offloaderCLI(t, []string{"OFFLOADER_ADMIN_TOKEN=" + adminToken}, "status", "--url", aURL); code != 0 ||
+	if code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}, "status", "--url", aURL); code != 0 ||
 		!strings.Contains(out, "PARTITION") || !strings.Contains(out, "PAUSED") || !strings.Contains(out, "payloads  ok") {
 		t.Errorf("offloader status: exit %d\n%s", code, out)
 	}
 
-	if code, out := offloaderCLI(t, []string{"OFFLOADER_ADMIN_TOKEN=" + adminToken}, "resume", "--url", aURL); code != 0 || !strings.Contains(out, ": RUNNING") {
+	if code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}, "resume", "--url", aURL); code != 0 || !strings.Contains(out, ": RUNNING") {
 		t.Fatalf("offloader resume: exit %d\n%s", code, out)
 	}
 	produceRecords(t, raw, recs[800:])

@@ -19,7 +19,7 @@ const adminHelp = `
 The instance is found at --url, or at the observability.listen address of the
 pipeline in -c FILE, else $OFFLOADER_OBSERVABILITY__LISTEN, else
 127.0.0.1:9464 (an address on all interfaces, 0.0.0.0:9464, is reached on
-127.0.0.1). The bearer token is --token, else $OFFLOADER_ADMIN_TOKEN, else the
+127.0.0.1). The bearer token is --token, else $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else the
 file's observability.admin_token. Each instance answers for itself: with
 several replicas, ask each (kubectl port-forward, or its pod address).`
 
@@ -144,7 +144,7 @@ type adminTarget struct {
 func (c *cli) adminFlags(fs *flag.FlagSet) adminTarget {
 	return adminTarget{
 		url:      fs.String("url", "", "the instance's listener, such as http://127.0.0.1:9464 (default: -c FILE's observability.listen, else that)"),
-		token:    fs.String("token", "", "bearer token of the admin API (default $OFFLOADER_ADMIN_TOKEN, else -c FILE's observability.admin_token)"),
+		token:    fs.String("token", "", "bearer token of the admin API (default $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else -c FILE's observability.admin_token)"),
 		pipeline: c.pipelineFlags(fs),
 		timeout:  fs.Duration("timeout", 45*time.Second, "how long to wait for the answer"),
 	}
@@ -174,7 +174,7 @@ func (c *cli) adminClient(cmd string, t adminTarget) (*admin.Client, int, bool) 
 		cl.URL = admin.BaseURL(*t.url)
 	}
 	if *t.token == "" {
-		if env := c.getenv("OFFLOADER_ADMIN_TOKEN"); env != "" {
+		if env := c.getenv("OFFLOADER_OBSERVABILITY__ADMIN_TOKEN"); env != "" {
 			cl.Token = env
 		}
 	}
