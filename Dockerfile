@@ -1,6 +1,6 @@
 # offloader: multi-stage build. confluent-kafka-go links its bundled librdkafka,
 # built against glibc, so the build and runtime stages use the same Debian release.
-# The build flags mirror the Makefile's `build` target.
+# The build stage runs the Makefile's `build` target.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -9,9 +9,10 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
-RUN CGO_ENABLED=1 go build -trimpath \
-      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
-      -o /out/offloader ./cmd/offloader
+# The Makefile's build target, so that the image and bin/offloader are
+# built with the same flags.
+RUN make build VERSION="${VERSION}" COMMIT="${COMMIT}" \
+ && mkdir -p /out && mv bin/offloader /out/offloader
 
 FROM debian:bookworm-slim
 ARG VERSION=dev

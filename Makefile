@@ -5,7 +5,7 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-# The Dockerfile passes the same flags; keep the two in step.
+# The Dockerfile builds with `make build` too.
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
 TESTFLAGS ?= -count=1 -timeout 15m

@@ -80,8 +80,12 @@ func TestComposeMirrorsTheServicesScript(t *testing.T) {
 	if checked < 15 {
 		t.Errorf("only %d broker settings compared", checked)
 	}
-	if !strings.Contains(mustRead(t, "../Dockerfile"), "ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464") {
+	dockerfile := mustRead(t, "../Dockerfile")
+	if !strings.Contains(dockerfile, "ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464") {
 		t.Error("the image's listener must answer from outside the container")
+	}
+	if !strings.Contains(dockerfile, "RUN make build VERSION=") {
+		t.Error("the image must build with the Makefile's build target (one set of build flags)")
 	}
 }
 
