@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -166,15 +165,7 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 	}
 	produceRecords(t, raw, recs[800:])
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
-	store := openFS(t, root)
-	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
-		if m.TopicPartition.Partition != recs[i].partition {
-			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, recs[i].partition)
-		}
-		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
-			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
-		}
-	})
+	assertSlimHolds(t, got, recs, root)
 
 	// The image's HEALTHCHECK, run against the live instance at the address
 	// the image would set.

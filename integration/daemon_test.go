@@ -449,6 +449,22 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	})
 }
 
+// assertSlimHolds checks that got, the slim topic, holds each of recs once,
+// in its source partition and order, its value resolved from the filesystem
+// store at root byte for byte.
+func assertSlimHolds(t *testing.T, got []*kafka.Message, recs []sourceRecord, root string) {
+	t.Helper()
+	store := openFS(t, root)
+	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
+		if m.TopicPartition.Partition != recs[i].partition {
+			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, recs[i].partition)
+		}
+		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
+			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+		}
+	})
+}
+
 // assertEachOnce checks that got holds exactly one record for each key "0".."n-1"
 // (the tests' source keys), each slim partition in increasing key order (the
 // order the tests produce in), calling check on each with its source index.

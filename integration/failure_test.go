@@ -319,15 +319,7 @@ func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 	if ca == 0 || cb == 0 || ca+cb != len(recs) {
 		t.Errorf("the instances logged %d + %d records committed, want %d, some by each", ca, cb, len(recs))
 	}
-	store := openFS(t, root)
-	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
-		if m.TopicPartition.Partition != recs[i].partition {
-			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, recs[i].partition)
-		}
-		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
-			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
-		}
-	})
+	assertSlimHolds(t, got, recs, root)
 }
 
 // TestStoreOutageLosesNothing stops Azurite (1) before the daemon starts: it
