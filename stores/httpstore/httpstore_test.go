@@ -1,6 +1,7 @@
 package httpstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,5 +106,39 @@ func TestCAFileIsTrusted(t *testing.T) {
 	cfg.CAFile = filepath.Join(t.TempDir(), "missing.pem")
 	if _, err := Open("tls", cfg); err == nil || !strings.Contains(err.Error(), "ca_file") {
 		t.Errorf("a missing ca_file: %v", err)
+	}
+}
+
+// Tries the client gave up on (its try timeout) that the server finished
+// anyway leave the object there: every PUT the server accepts answers too
+// late here, so each retry meets a 412 and then an ETag its own late try
+// just changed. Put finds the object is already what it writes and
+// succeeds, instead of failing on its own earlier tries.
+func TestTriesThatLandedAfterTheirTimeoutCountAsDone(t *testing.T) {
+	objects := httpstoretest.New(t, false, 0)
+	var stored atomic.Int32
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		objects.ServeHTTP(rec, r)
+		if r.Method == http.MethodPut && rec.Code < 300 {
+			stored.Add(1)
+			time.Sleep(300 * time.Millisecond) // stored; the answer comes after the try timeout
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(late.Close)
+	s := open(t, late.URL+"/base", 150*time.Millisecond)
+	value := []byte("a payload stored by tries the client gave up on")
+	if err := s.Put(context.Background(), "late/try", value, stores.Metadata{stores.MetaOwner: "t/0/1"}); err != nil {
+		t.Fatalf("Put after tries that landed late: %v", err)
+	}
+	got, err := s.Get(context.Background(), "late/try", 1024)
+	if err != nil || !bytes.Equal(got, value) || stored.Load() < 1 {
+		t.Errorf("got %q, %v after %d stored PUTs", got, err, stored.Load())
 	}
 }
