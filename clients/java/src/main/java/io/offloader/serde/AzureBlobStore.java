@@ -1,0 +1,102 @@
+package io.offloader.serde;
+
+import com.azure.core.exception.HttpResponseException;
+import com.azure.core.util.BinaryData;
+import com.azure.core.util.Context;
+import com.azure.identity.DefaultAzureCredentialBuilder;
+import com.azure.storage.blob.BlobClient;
+import com.azure.storage.blob.BlobContainerClient;
+import com.azure.storage.blob.BlobServiceClientBuilder;
+import com.azure.storage.blob.models.BlobStorageException;
+import com.azure.storage.blob.options.BlobParallelUploadOptions;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * Objects as block blobs named by their key in one container, as offloader's azblob
+ * store keeps them. Settings: {@code azblob.container}, and one way to authenticate:
+ * {@code azblob.connection.string}; {@code azblob.account.url} with
+ * {@code azblob.sas.token}; or {@code azblob.account.url} with
+ * {@code azblob.entra.id=true} (workload identity, managed identity, the Azure CLI:
+ * the SDK's default credential chain).
+ */
+public class AzureBlobStore implements PayloadStore {
+    /** The container. */
+    public static final String CONTAINER = "azblob.container";
+    /** A connection string (AccountName, AccountKey or SharedAccessSignature, BlobEndpoint). */
+    public static final String CONNECTION_STRING = "azblob.connection.string";
+    /** The account's blob endpoint, https://ACCOUNT.blob.core.windows.net. */
+    public static final String ACCOUNT_URL = "azblob.account.url";
+    /** A SAS token for the account URL. */
+    public static final String SAS_TOKEN = "azblob.sas.token";
+    /** true: authenticate with Microsoft Entra ID. */
+    public static final String ENTRA_ID = "azblob.entra.id";
+
+    private BlobContainerClient container;
+    private Duration timeout;
+
+    @Override
+    public void configure(Map<String, ?> configs) {
+        StoreConfig c = new StoreConfig(configs);
+        timeout = c.timeout();
+        BlobServiceClientBuilder b = new BlobServiceClientBuilder();
+        String conn = c.get(CONNECTION_STRING, "");
+        String url = c.get(ACCOUNT_URL, "");
+        String sas = c.get(SAS_TOKEN, "");
+        boolean entra = c.flag(ENTRA_ID);
+        int ways = (conn.isEmpty() ? 0 : 1) + (sas.isEmpty() ? 0 : 1) + (entra ? 1 : 0);
+        if (ways != 1) {
+            throw new ConfigException(CONNECTION_STRING, null, "set one way to authenticate: " + CONNECTION_STRING + ", or " + ACCOUNT_URL + " with " + SAS_TOKEN + " or " + ENTRA_ID + "=true");
+        }
+        if (!conn.isEmpty()) {
+            b.connectionString(conn);
+        } else if (url.isEmpty()) {
+            throw new ConfigException(ACCOUNT_URL, null, "is required with " + (entra ? ENTRA_ID : SAS_TOKEN));
+        } else if (entra) {
+            b.endpoint(url).credential(new DefaultAzureCredentialBuilder().build());
+        } else {
+            b.endpoint(url).sasToken(sas);
+        }
+        container = b.buildClient().getBlobContainerClient(c.required(CONTAINER, "the container that holds the payloads"));
+    }
+
+    @Override
+    public void put(String key, byte[] data, Map<String, String> metadata) {
+        Pointer.checkKey(key);
+        BlobClient blob = container.getBlobClient(key);
+        try {
+            blob.uploadWithResponse(new BlobParallelUploadOptions(BinaryData.fromBytes(data)).setMetadata(metadata), timeout, Context.NONE);
+        } catch (RuntimeException e) {
+            throw failure("put", key, e);
+        }
+    }
+
+    @Override
+    public byte[] get(String key, long limit) {
+        Pointer.checkKey(key);
+        BlobClient blob = container.getBlobClient(key);
+        try {
+            long size = blob.getPropertiesWithResponse(null, timeout, Context.NONE).getValue().getBlobSize();
+            if (size > limit) {
+                throw new PointerException(PointerException.Reason.CHECKSUM, "azblob store: " + key + " holds " + size + " bytes, more than the " + limit + " expected");
+            }
+            return blob.downloadContentWithResponse(null, null, timeout, Context.NONE).getValue().toBytes();
+        } catch (PointerException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw failure("get", key, e);
+        }
+    }
+
+    private static PayloadStoreException failure(String op, String key, RuntimeException e) {
+        int status = e instanceof HttpResponseException h ? h.getResponse().getStatusCode() : 0;
+        String code = e instanceof BlobStorageException b && b.getErrorCode() != null ? " " + b.getErrorCode() : "";
+        if (status == 404 && op.equals("get")) {
+            return new PayloadNotFoundException("azblob store: no object " + key);
+        }
+        boolean retriable = status == 0 || status == 408 || status == 429 || status >= 500 || e instanceof UncheckedIOException;
+        return new PayloadStoreException("azblob store: " + op + " " + key + ": " + (status > 0 ? "HTTP " + status + code : e.toString()), retriable, e);
+    }
+}
