@@ -9,6 +9,9 @@ import com.azure.storage.blob.BlobContainerClient;
 import com.azure.storage.blob.BlobServiceClientBuilder;
 import com.azure.storage.blob.models.BlobStorageException;
 import com.azure.storage.blob.options.BlobParallelUploadOptions;
+import com.azure.storage.blob.options.BlobInputStreamOptions;
+import com.azure.storage.blob.specialized.BlobInputStream;
+import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Map;
@@ -77,12 +80,16 @@ public class AzureBlobStore implements PayloadStore {
     public byte[] get(String key, long limit) {
         Pointer.checkKey(key);
         BlobClient blob = container.getBlobClient(key);
-        try {
-            long size = blob.getPropertiesWithResponse(null, timeout, Context.NONE).getValue().getBlobSize();
+        // The first range read is at most limit + 1 bytes and brings the blob's
+        // length: a larger blob costs no more than the pointer claims.
+        try (BlobInputStream in = blob.openInputStream(new BlobInputStreamOptions().setBlockSize((int) Math.max(1, Math.min(limit + 1, 4 << 20))), Context.NONE)) {
+            long size = in.getProperties().getBlobSize();
             if (size > limit) {
                 throw new PointerException(PointerException.Reason.CHECKSUM, "azblob store: " + key + " holds " + size + " bytes, more than the " + limit + " expected");
             }
-            return blob.downloadContentWithResponse(null, null, timeout, Context.NONE).getValue().toBytes();
+            return Bounded.readExactly(in, size, key);
+        } catch (IOException e) {
+            throw new PayloadStoreException("azblob store: get " + key + ": " + e, true, e);
         } catch (PointerException e) {
             throw e;
         } catch (RuntimeException e) {

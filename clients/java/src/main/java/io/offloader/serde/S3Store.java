@@ -1,8 +1,10 @@
 package io.offloader.serde;
 
+import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
+import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.sync.RequestBody;
@@ -10,7 +12,7 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.S3Exception;
@@ -65,14 +67,19 @@ public class S3Store implements PayloadStore {
     @Override
     public byte[] get(String key, long limit) {
         Pointer.checkKey(key);
-        try {
-            long size = client.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build()).contentLength();
+        // One request: the object's length comes with the answer's headers,
+        // and a larger object is refused before its body is read.
+        try (ResponseInputStream<GetObjectResponse> in = client.getObject(GetObjectRequest.builder().bucket(bucket).key(key).build())) {
+            long size = in.response().contentLength();
             if (size > limit) {
+                in.abort();
                 throw new PointerException(PointerException.Reason.CHECKSUM, "s3 store: " + key + " holds " + size + " bytes, more than the " + limit + " expected");
             }
-            return client.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket).key(key).build()).asByteArray();
+            return Bounded.readExactly(in, size, key);
         } catch (SdkException e) {
             throw failure("get", key, e);
+        } catch (IOException e) {
+            throw new PayloadStoreException("s3 store: get " + key + ": " + e, true, e);
         }
     }
 
