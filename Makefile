@@ -13,7 +13,7 @@ TESTFLAGS ?= -count=1 -timeout 15m
 # result and time, then the totals; it exits as go test does.
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 
-.PHONY: build demo bench test unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo bench test java-deps unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
@@ -32,13 +32,19 @@ bench:
 ## (a line per test with its time, the ten slowest at the end), then the
 ## coverage of the engine and the failure policy (cover), then each fuzz target
 ## for a few seconds.
-test: vet fmt-check
+test: vet fmt-check java-deps
 	@mkdir -p .cache
 	scripts/with-services.sh $(GOTESTSUM) --format testname --jsonfile .cache/test-report.json -- $(TESTFLAGS) ./...
 	@echo "the ten slowest tests:"
 	@$(GOTESTSUM) tool slowest --jsonfile .cache/test-report.json --num 10
 	@$(MAKE) --no-print-directory cover
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+## java-deps: fetch what clients/java builds and tests with (Maven Central),
+## before the tests' clocks run; the integration suite builds it with mvn
+## verify (its JUnit tests) and runs the interoperability tests on it.
+java-deps:
+	mvn -B -q -f clients/java/pom.xml dependency:go-offline
 
 # The run loop and the failure policy are tested on fakes, without the
 # services; their statement coverage must stay at COVER_MIN percent or more.
