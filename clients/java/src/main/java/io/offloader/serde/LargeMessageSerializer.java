@@ -57,6 +57,9 @@ public class LargeMessageSerializer implements Serializer<byte[]> {
         if (data == null || SizeEstimate.of(null, data, headers) <= threshold || PointerResolver.isPointer(headers)) {
             return data;
         }
+        if (headers == null) {
+            throw new SerializationException("a " + data.length + "-byte value for " + topic + " is over the threshold, and without the record's headers it cannot be marked as a pointer");
+        }
         byte[] stored = data;
         if (!codec.equals(Codecs.NONE)) {
             stored = Codecs.encode(codec, data);
