@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,8 @@ type Server struct {
 	// obey (the batch in hand commits first); past it they answer 202.
 	Wait   time.Duration
 	Logger *zap.Logger
+	// Pprof serves net/http/pprof under /debug/pprof/ (behind Token too).
+	Pprof bool
 
 	engine atomic.Pointer[Engine]
 }
@@ -68,6 +71,18 @@ type Server struct {
 // STARTING and /pause and /resume answer 503.
 func (s *Server) Attach(e Engine) { s.engine.Store(&e) }
 
+// profiles serves net/http/pprof's pages (its init registers them on
+// http.DefaultServeMux, which offloader serves nowhere else).
+var profiles = func() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}()
+
 // maxReason bounds a pause's reason (POST /pause?reason= or its JSON body).
 const maxReason = 256
 
@@ -75,6 +90,15 @@ const maxReason = 256
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := map[string]string{"/status": http.MethodGet, "/pause": http.MethodPost, "/resume": http.MethodPost}
 	method, ok := route[r.URL.Path]
+	if s.Pprof && strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offloader"`)
+			fail(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <observability.admin_token>")
+			return
+		}
+		profiles.ServeHTTP(w, r)
+		return
+	}
 	if !ok {
 		fail(w, http.StatusNotFound, "no such path: the admin API has GET /status, POST /pause and POST /resume (and /metrics, /healthz, /readyz)")
 		return

@@ -227,3 +227,19 @@ func TestBaseURLReachesTheListener(t *testing.T) {
 		}
 	}
 }
+
+// With Pprof, Go's profiles answer under /debug/pprof/, behind the token;
+// without it, they are not there.
+func TestProfilesOnDemand(t *testing.T) {
+	on, _ := newServer(t, &fakeEngine{}, func(s *Server) { s.Pprof = true })
+	if code, body, _ := call(t, http.MethodGet, on.URL+"/debug/pprof/heap?debug=1", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Errorf("the heap profile with pprof on: %d %.80s", code, body)
+	}
+	if code, _, _ := call(t, http.MethodGet, on.URL+"/debug/pprof/heap?debug=1", ""); code != http.StatusUnauthorized {
+		t.Errorf("the heap profile without the token: %d, want 401", code)
+	}
+	off, _ := newServer(t, &fakeEngine{}, nil)
+	if code, _, _ := call(t, http.MethodGet, off.URL+"/debug/pprof/heap?debug=1", "Bearer "+token); code != http.StatusNotFound {
+		t.Errorf("the heap profile with pprof off: %d, want 404", code)
+	}
+}

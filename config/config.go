@@ -239,6 +239,10 @@ type Observability struct {
 	// /pause writes it, POST /resume removes it, and an instance that finds
 	// it at start-up starts paused. Unset, a restart resumes.
 	PauseFile string `key:"pause_file"`
+	// Pprof serves Go's profiles (net/http/pprof) under /debug/pprof/ on
+	// the listener, behind admin_token when one is set: where time and
+	// memory go on your own traffic. Off by default.
+	Pprof bool `key:"pprof"`
 }
 
 // defaults returns a pipeline holding every default; the YAML overwrites them.

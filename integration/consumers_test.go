@@ -49,6 +49,41 @@ func digest(v []byte) (*int, *string) {
 	return &n, &s
 }
 
+// resolvedLines resolves each message with the Go resolver and reports it
+// as a line, with the number of pointers among them.
+func resolvedLines(t *testing.T, res *resolver.Resolver, msgs []*kafka.Message) ([]line, int) {
+	t.Helper()
+	var lines []line
+	pointers := 0
+	for _, m := range msgs {
+		r, err := confluent.Resolve(context.Background(), res, m)
+		if err != nil {
+			t.Fatalf("the Go resolver on %d@%d: %v", m.TopicPartition.Partition, m.TopicPartition.Offset, err)
+		}
+		if r.Pointer != nil {
+			pointers++
+		}
+		l := line{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: string(m.Key)}
+		l.Size, l.SHA256 = digest(r.Value)
+		lines = append(lines, l)
+	}
+	return lines, pointers
+}
+
+// parseLines parses a reader's output, a line per record.
+func parseLines(t *testing.T, reader string, out []byte) []line {
+	t.Helper()
+	var lines []line
+	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("%s printed %q: %v", reader, s, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
 // TestConsumersResolveByteForByte: the daemon offloads to Azurite and to the
 // filesystem store (gzip); the Go resolver, `offloader cat` and the Python
 // example in docs/examples (the documented format only) all resolve the slim
@@ -141,20 +176,7 @@ pipelines:
 	}
 	res := resolver.New(resolver.Options{Stores: open})
 	defer res.Close()
-	var goLines []line
-	pointers := 0
-	for _, m := range got {
-		r, err := confluent.Resolve(context.Background(), res, m)
-		if err != nil {
-			t.Fatalf("%d@%d: %v", m.TopicPartition.Partition, m.TopicPartition.Offset, err)
-		}
-		if r.Pointer != nil {
-			pointers++
-		}
-		l := line{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: string(m.Key)}
-		l.Size, l.SHA256 = digest(r.Value)
-		goLines = append(goLines, l)
-	}
+	goLines, pointers := resolvedLines(t, res, got)
 	if pointers != 18 {
 		t.Errorf("%d pointers in the slim topic, want 18 (6 to each store)", pointers)
 	}
@@ -214,14 +236,7 @@ pipelines:
 	if err != nil {
 		t.Fatalf("python example: %v\n%s", err, stderr.String())
 	}
-	var pyLines []line
-	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var l line
-		if err := json.Unmarshal([]byte(s), &l); err != nil {
-			t.Fatalf("python output %q: %v", s, err)
-		}
-		pyLines = append(pyLines, l)
-	}
+	pyLines := parseLines(t, "the Python example", out)
 	check("Python example", pyLines)
 	sortLines := func(ls []line) []string {
 		var s []string

@@ -3,9 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/offloader/offloader/resolver"
 	rconfluent "github.com/offloader/offloader/resolver/confluent"
+	"github.com/offloader/offloader/resolver/resolvertest"
 	"github.com/offloader/offloader/serializer"
 	sconfluent "github.com/offloader/offloader/serializer/confluent"
 	"github.com/offloader/offloader/stores"
@@ -90,14 +89,29 @@ func javaStore(container string) []string {
 func javaLines(t *testing.T, out []string) map[string]line {
 	t.Helper()
 	byKey := map[string]line{}
-	for _, s := range out {
-		var l line
-		if err := json.Unmarshal([]byte(s), &l); err != nil {
-			t.Fatalf("InteropTool output %q: %v", s, err)
-		}
+	for _, l := range parseLines(t, "InteropTool", []byte(strings.Join(out, "\n"))) {
 		byKey[l.Key] = l
 	}
 	return byKey
+}
+
+// javaReadsBack checks that the Java deserializer reads topic (its payloads
+// in container) back to recs, each once.
+func javaReadsBack(t *testing.T, topic, container string, recs []sourceRecord) {
+	t.Helper()
+	got := javaLines(t, interopTool(t, append([]string{"read", bootstrap, topic}, javaStore(container)...)...))
+	if len(got) != len(recs) {
+		t.Errorf("the Java deserializer read %d records, want %d", len(got), len(recs))
+	}
+	for _, r := range recs {
+		want := line{Key: string(r.key)}
+		want.Size, want.SHA256 = digest(r.value)
+		l := got[want.Key]
+		want.Partition, want.Offset = l.Partition, l.Offset
+		if l.String() != want.String() {
+			t.Errorf("Java read %s, want %s", l, want)
+		}
+	}
 }
 
 // TestTheJavaLibraryPasses: clients/java's JUnit tests (the filesystem store,
@@ -147,19 +161,7 @@ pipelines:
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	got := javaLines(t, interopTool(t, append([]string{"read", bootstrap, slim}, javaStore(container)...)...))
-	if len(got) != len(recs) {
-		t.Fatalf("the Java deserializer read %d records, want %d", len(got), len(recs))
-	}
-	for _, r := range recs {
-		want := line{Key: string(r.key)}
-		want.Size, want.SHA256 = digest(r.value)
-		l := got[want.Key]
-		want.Partition, want.Offset = l.Partition, l.Offset
-		if l.String() != want.String() {
-			t.Errorf("Java read %s, want %s", l, want)
-		}
-	}
+	javaReadsBack(t, slim, container, recs)
 }
 
 // TestGoCatAndPythonReadWhatJavaWrites: the Java serializer stores values
@@ -195,22 +197,8 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 		}
 	}
 
-	msgs := consumeAll(t, topic, n, 30*time.Second)
 	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"blob": blob}})
-	var goLines []line
-	pointers := 0
-	for _, m := range msgs {
-		r, err := rconfluent.Resolve(context.Background(), res, m)
-		if err != nil {
-			t.Fatalf("the Go resolver on %d@%d: %v", m.TopicPartition.Partition, m.TopicPartition.Offset, err)
-		}
-		if r.Pointer != nil {
-			pointers++
-		}
-		l := line{Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset), Key: string(m.Key)}
-		l.Size, l.SHA256 = digest(r.Value)
-		goLines = append(goLines, l)
-	}
+	goLines, pointers := resolvedLines(t, res, consumeAll(t, topic, n, 30*time.Second))
 	if pointers != n/5 {
 		t.Errorf("%d pointers, want the %d values over 64 KiB", pointers, n/5)
 	}
@@ -220,15 +208,7 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("offloader cat: %v", err)
 	}
-	var catLines []line
-	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var l line
-		if err := json.Unmarshal([]byte(s), &l); err != nil {
-			t.Fatalf("cat output %q: %v", s, err)
-		}
-		catLines = append(catLines, l)
-	}
-	check("offloader cat", catLines)
+	check("offloader cat", parseLines(t, "offloader cat", out))
 
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
@@ -242,15 +222,7 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python example: %v\n%s", err, stderr.String())
 	}
-	var pyLines []line
-	for _, s := range strings.Split(strings.TrimSpace(string(pyOut)), "\n") {
-		var l line
-		if err := json.Unmarshal([]byte(s), &l); err != nil {
-			t.Fatalf("python output %q: %v", s, err)
-		}
-		pyLines = append(pyLines, l)
-	}
-	check("Python example", pyLines)
+	check("Python example", parseLines(t, "the Python example", pyOut))
 }
 
 // TestJavaReadsGoSerializerPointersThroughTheDaemon: the Go serializer stores
@@ -299,44 +271,21 @@ pipelines:
 			t.Errorf("key %d: the daemon changed the value the Go serializer produced", i)
 		}
 	}
-	got := javaLines(t, interopTool(t, append([]string{"read", bootstrap, slim}, javaStore(container)...)...))
-	for _, r := range recs {
-		want := line{Key: string(r.key)}
-		want.Size, want.SHA256 = digest(r.value)
-		l := got[want.Key]
-		want.Partition, want.Offset = l.Partition, l.Offset
-		if l.String() != want.String() {
-			t.Errorf("Java read %s, want %s", l, want)
-		}
-	}
+	javaReadsBack(t, slim, container, recs)
 }
 
 // TestForgedPointersAreRefusedAlikeOnTheBroker: the shared vectors, produced
 // to a topic with their objects in Azurite, are resolved or refused in the
 // same class by the Go resolver and the Java deserializer.
 func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
-	raw, err := os.ReadFile("../pointer/testdata/vectors.json")
+	v, objects, err := resolvertest.Load("../pointer/testdata/vectors.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Objects map[string]string `json:"objects"`
-		Cases   []struct {
-			Name    string      `json:"name"`
-			Headers [][2]string `json:"headers"`
-			Value   string      `json:"value"`
-			SHA256  string      `json:"sha256"`
-			Reject  string      `json:"reject"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
 	topic, container := uniqueName(t, "forged"), uniqueName(t, "c")
 	createTopic(t, topic, 1, nil)
 	blob := openAzurite(t, container)
-	for key, b64 := range v.Objects {
-		data, _ := base64.StdEncoding.DecodeString(b64)
+	for key, data := range objects {
 		if err := blob.Put(context.Background(), key, data, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +306,7 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 	for _, m := range consumeAll(t, topic, len(recs), 30*time.Second) {
 		r, err := rconfluent.Resolve(context.Background(), res, m)
 		if err != nil {
-			goClass[string(m.Key)] = refusedClass(err)
+			goClass[string(m.Key)] = resolvertest.Class(err)
 			continue
 		}
 		_, sha := digest(r.Value)
@@ -395,19 +344,6 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 			t.Errorf("%s: Go %q, Java %q, want %q", c.Name, goClass[key], javaClass[key], want)
 		}
 	}
-}
-
-// refusedClass names the class of a resolver error as the shared vectors do.
-func refusedClass(err error) string {
-	for class, target := range map[string]error{
-		"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
-		"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
-	} {
-		if errors.Is(err, target) {
-			return class
-		}
-	}
-	return "other: " + err.Error()
 }
 
 // openAzurite opens an Azure Blob store named blob on a new container of Azurite.

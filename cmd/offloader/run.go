@@ -171,7 +171,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	metrics := observability.NewMetrics(p.Name)
 	metrics.SetBuildInfo(version, commit, kafkaedge.LibraryVersion())
 	api := &admin.Server{Pipeline: p.Name, Instance: kafkaedge.TransactionalID(p), Version: version, Stores: metrics.StoreHealth,
-		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger}
+		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}
 	if err := serveAdmin(ctx, p.Observability, metrics, api, logger); err != nil {
 		return runResult{}, err
 	}

@@ -1,0 +1,62 @@
+// Package resolvertest reads the shared pointer v1 vectors
+// (pointer/testdata/vectors.json) that every reader's tests must pass: the
+// Go resolver's, the integration suite's on the real broker, and the Java
+// deserializer's.
+package resolvertest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+
+	"github.com/offloader/offloader/resolver"
+)
+
+// Vectors are the shared records and what every reader must make of them.
+type Vectors struct {
+	// Objects are the store's objects by key, base64.
+	Objects map[string]string `json:"objects"`
+	Cases   []Case            `json:"cases"`
+}
+
+// Case is one record: resolved to SHA256, or refused in class Reject.
+type Case struct {
+	Name    string      `json:"name"`
+	Headers [][2]string `json:"headers"`
+	Value   string      `json:"value"`
+	SHA256  string      `json:"sha256"`
+	Reject  string      `json:"reject"`
+}
+
+// Load reads the vectors at path, decoding the objects.
+func Load(path string) (Vectors, map[string][]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Vectors{}, nil, err
+	}
+	var v Vectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Vectors{}, nil, err
+	}
+	objects := map[string][]byte{}
+	for key, b64 := range v.Objects {
+		if objects[key], err = base64.StdEncoding.DecodeString(b64); err != nil {
+			return Vectors{}, nil, err
+		}
+	}
+	return v, objects, nil
+}
+
+// Class names the class of a resolver error as the vectors do.
+func Class(err error) string {
+	for class, target := range map[string]error{
+		"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
+		"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
+	} {
+		if errors.Is(err, target) {
+			return class
+		}
+	}
+	return "other: " + err.Error()
+}
