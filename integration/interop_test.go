@@ -334,14 +334,126 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 		}
 		javaClass[key] = "value " + *l.SHA256
 	}
+	// offloader cat: a record that does not resolve is printed with its
+	// error (and the listing exits 1 at the end).
+	catClass := map[string]string{}
+	out, err := exec.Command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "payloads=azblob:"+azureConnStr+"|"+container).Output()
+	if exitCode(err) != 1 {
+		t.Errorf("offloader cat of the forged records: exit %d, want 1", exitCode(err))
+	}
+	for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Key    string `json:"key"`
+			SHA256 string `json:"sha256"`
+			Error  string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			t.Fatalf("cat printed %q: %v", s, err)
+		}
+		catClass[r.Key] = "value " + r.SHA256
+		if r.Error != "" {
+			catClass[r.Key] = errorTextClass(r.Error)
+		}
+	}
 	for i, c := range v.Cases {
 		want := c.Reject
 		if want == "" {
 			want = "value " + c.SHA256
 		}
 		key := strconv.Itoa(i)
-		if goClass[key] != want || javaClass[key] != want {
-			t.Errorf("%s: Go %q, Java %q, want %q", c.Name, goClass[key], javaClass[key], want)
+		if goClass[key] != want || javaClass[key] != want || catClass[key] != want {
+			t.Errorf("%s: Go %q, Java %q, cat %q, want %q", c.Name, goClass[key], javaClass[key], catClass[key], want)
+		}
+	}
+}
+
+// errorTextClass is the class of a resolver error from its text (what
+// offloader cat prints).
+func errorTextClass(text string) string {
+	for class, target := range map[string]error{
+		"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
+		"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
+	} {
+		if strings.Contains(text, target.Error()) {
+			return class
+		}
+	}
+	return "other: " + text
+}
+
+// pythonVectors is a harness around docs/examples/resolve_pointers.py's
+// resolve(): each vector through it, with a file store, printing the class
+// of its refusal from the exception (the example raises ValueError with
+// the rule it broke) or the value's SHA-256.
+const pythonVectors = `
+import hashlib, json, os, sys, tempfile, zlib, base64
+sys.path.insert(0, "../docs/examples")
+import resolve_pointers as rp
+
+doc = json.load(open("../pointer/testdata/vectors.json"))
+root = tempfile.mkdtemp()
+for key, b64 in doc["objects"].items():
+    path = os.path.join(root, *key.split("/"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "wb").write(base64.b64decode(b64))
+stores = rp.open_stores(["payloads=file:" + root])
+
+def refusal(e):
+    text = str(e)
+    if isinstance(e, FileNotFoundError):
+        return "not_found"
+    if isinstance(e, zlib.error):
+        return "checksum"
+    if isinstance(e, json.JSONDecodeError):
+        return "malformed"
+    if text.startswith(("malformed pointer", "forged key", "a pointer member")):
+        return "malformed"
+    for words, cls in (("unknown pointer version", "unknown_version"), ("unknown store", "unknown_store"),
+                       ("too large", "too_large"), ("stored_size", "checksum"), ("does not match", "checksum"),
+                       ("size mismatch", "checksum")):
+        if words in text:
+            return cls
+    return "malformed"
+
+for c in doc["cases"]:
+    headers = [(k, v.encode()) for k, v in c["headers"]]
+    try:
+        value = rp.resolve(c["value"].encode(), headers, stores)
+        print("value " + hashlib.sha256(value).hexdigest())
+    except (ValueError, OSError, zlib.error) as e:
+        print(refusal(e))
+`
+
+// TestThePythonExampleRefusesTheVectorsAlike: the documented Python
+// consumer resolves or refuses every shared vector as the Go resolver and
+// the Java deserializer do.
+func TestThePythonExampleRefusesTheVectorsAlike(t *testing.T) {
+	python, err := exec.Command("../scripts/python-env.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/python-env.sh: %v", err)
+	}
+	v, _, err := resolvertest.Load("../pointer/testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(python)), "-c", pythonVectors)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, stderr.String())
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(got) != len(v.Cases) {
+		t.Fatalf("python printed %d lines for %d cases:\n%s", len(got), len(v.Cases), out)
+	}
+	for i, c := range v.Cases {
+		want := c.Reject
+		if want == "" {
+			want = "value " + c.SHA256
+		}
+		if got[i] != want {
+			t.Errorf("%s: the Python example says %q, want %q", c.Name, got[i], want)
 		}
 	}
 }

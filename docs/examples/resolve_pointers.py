@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 MAX_SIZE = 64 << 20
 FIELDS = {"v": int, "store": str, "key": str, "size": int, "sha256": str, "codec": str, "stored_size": int}
+CODECS = {"none", "zstd", "gzip", "lz4", "snappy"}  # the format's; this example decodes none and gzip
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DECIMAL = re.compile(rb"^[0-9]{1,18}$")
 
@@ -108,11 +109,13 @@ def resolve(value, headers, stores):
     if "offloader-pointer" in h:  # a pointer record, whatever else it carries
         if h["offloader-pointer"] != b"v1":
             raise ValueError(f"unknown pointer version {h['offloader-pointer']!r}")
+        if len(value) > 4096:
+            raise ValueError("malformed pointer: over 4096 bytes")
         p = json.loads(value, object_pairs_hook=exact_members)
         if (not isinstance(p, dict) or set(p) != set(FIELDS)
                 or any(type(p[k]) is not t for k, t in FIELDS.items())
                 or p["v"] != 1 or not SHA256.match(p["sha256"]) or p["size"] < 0 or p["stored_size"] < 0
-                or (p["codec"] == "none" and p["size"] != p["stored_size"])):
+                or p["codec"] not in CODECS or (p["codec"] == "none" and p["size"] != p["stored_size"])):
             raise ValueError(f"malformed pointer {value[:200]!r}")
         if p["store"] not in stores:
             raise ValueError(f"unknown store {p['store']!r}")
