@@ -19,9 +19,11 @@ const adminHelp = `
 The instance is found at --url, or at the observability.listen address of the
 pipeline in -c FILE, else $OFFLOADER_OBSERVABILITY__LISTEN, else
 127.0.0.1:9464 (an address on all interfaces, 0.0.0.0:9464, is reached on
-127.0.0.1). The bearer token is --token, else $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else the
-file's observability.admin_token. Each instance answers for itself: with
-several replicas, ask each (kubectl port-forward, or its pod address).`
+127.0.0.1). The bearer token is --token, else
+$OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else the file's
+observability.admin_token. Each instance answers for itself: with several
+replicas, ask each (kubectl exec POD -- offloader ..., kubectl port-forward,
+or the pod's address).`
 
 func statusCommand() *command {
 	return &command{
