@@ -392,6 +392,13 @@ func copyLoop(transactional bool, bootstrap, src, dst string, n int) (time.Durat
 // OFFLOADER_* variables in the environment reach the daemon, to try settings.
 func pipelineRun(b testing.TB, raw, slim string, n int) (elapsed time.Duration, rss int64, cpu time.Duration) {
 	b.Helper()
+	return pipelineRunWith(b, raw, slim, n, fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir()))
+}
+
+// pipelineRunWith is pipelineRun with the store named payloads given as the
+// YAML of its settings.
+func pipelineRunWith(b testing.TB, raw, slim string, n int, store string) (elapsed time.Duration, rss int64, cpu time.Duration) {
+	b.Helper()
 	group := uniqueName(b, "g")
 	cfg := filepath.Join(b.TempDir(), "bench.yaml")
 	body := fmt.Sprintf(`
@@ -402,11 +409,11 @@ pipelines:
     slim_topic: %s
     commit: {interval: 100ms}
     stores:
-      payloads: {type: filesystem, root: %q}
+      %s
     transforms:
       - {type: offload, store: payloads, threshold: auto}
     observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}
-`, bootstrap, uniqueName(b, "tx"), raw, group, slim, b.TempDir())
+`, bootstrap, uniqueName(b, "tx"), raw, group, slim, store)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		b.Fatal(err)
 	}

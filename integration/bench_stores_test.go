@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+)
+
+// BenchmarkStoreBandwidth compares the pipeline offloading 400 records of
+// 1 MiB to a store with a plain loop that writes the same bytes to the same
+// store at the pipeline's upload concurrency (8): the azblob SDK's
+// UploadBuffer against Azurite, os.WriteFile and fsync against a directory.
+// The pipeline's time runs from its assignment to its last commit, so it also
+// reads and produces through Kafka. Issue 21's target is 0.9 of the plain
+// loop. Run with make bench.
+func BenchmarkStoreBandwidth(b *testing.B) {
+	const n, size, workers = 400, 1 << 20, 8
+	mb := float64(n*size) / 1e6
+	for range b.N {
+		for _, store := range []string{"filesystem", "azblob"} {
+			var yaml string
+			var plain time.Duration
+			switch store {
+			case "filesystem":
+				plain = plainFileWrites(b, b.TempDir(), n, size, workers)
+				yaml = fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir())
+			case "azblob":
+				plain = plainBlobUploads(b, uniqueName(b, "c"), n, size, workers)
+				yaml = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", uniqueName(b, "c"), azureConnStr)
+			}
+			raw, slim := uniqueName(b, "raw"), uniqueName(b, "slim")
+			createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})
+			createTopic(b, slim, 3, nil)
+			b.Cleanup(func() { deleteTopics(b, []string{raw, slim}) })
+			fill(b, raw, n, size, 3)
+			piped, rss, _ := pipelineRunWith(b, raw, slim, n, yaml)
+			b.Logf("%s: plain loop %.1f MB/s, pipeline %.1f MB/s (peak RSS %d MiB)", store, mb/plain.Seconds(), mb/piped.Seconds(), rss>>20)
+			b.ReportMetric(mb/plain.Seconds(), store+"-plain-MB/s")
+			b.ReportMetric(mb/piped.Seconds(), store+"-pipeline-MB/s")
+			b.ReportMetric(plain.Seconds()/piped.Seconds(), store+"-pipeline/plain")
+		}
+	}
+}
+
+// parallel runs write(i) for i in [0, n) on workers goroutines and returns
+// how long it took.
+func parallel(b testing.TB, n, workers int, write func(i int) error) time.Duration {
+	b.Helper()
+	next := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := write(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return took
+}
+
+func plainFileWrites(b testing.TB, dir string, n, size, workers int) time.Duration {
+	value := make([]byte, size)
+	return parallel(b, n, workers, func(i int) error {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(value); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	})
+}
+
+func plainBlobUploads(b testing.TB, container string, n, size, workers int) time.Duration {
+	client, err := sdk.NewClientFromConnectionString(azureConnStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.CreateContainer(ctx, container, nil); err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, size)
+	return parallel(b, n, workers, func(i int) error {
+		_, err := client.UploadBuffer(ctx, container, fmt.Sprintf("plain/%d", i), value, nil)
+		return err
+	})
+}
