@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,50 +18,76 @@ type hold struct {
 }
 
 // control carries an operator's pause and resume requests from any
-// goroutine to the polling one, which obeys them between batches.
+// goroutine to the polling one, which obeys them between batches. Each
+// request has a number; the engine obeys the last one, and a request's
+// channel closes once the engine obeyed it or one asked after it.
 type control struct {
+	// asked is set while a request waits: the polling goroutine, which
+	// looks once per record, takes the lock only then.
+	asked   atomic.Bool
 	mu      sync.Mutex
 	pause   bool   // what was asked last
 	reason  string // why, for a pause
-	applied chan struct{}
+	seq     uint64 // the last request's number
+	waiting []waiter
+}
+
+// waiter is the channel of request seq.
+type waiter struct {
+	seq uint64
+	ch  chan struct{}
 }
 
 // Pause asks the engine to pause: it commits the batch in hand, then stops
 // consuming the partitions it holds (and those assigned to it later) until
 // Resume. Nothing is skipped: consumption resumes at the committed offsets.
-// The channel returned is closed once the pause is in effect. A pause lasts
-// until Resume or the end of the run. Safe from any goroutine.
+// The channel returned is closed once the pause is in effect (or a request
+// asked after it is). A pause lasts until Resume or the end of the run.
+// Safe from any goroutine.
 func (e *Engine) Pause(reason string) <-chan struct{} { return e.ctl.ask(true, reason) }
 
 // Resume ends an operator's pause; the channel returned is closed once
-// consumption has resumed. Safe from any goroutine.
+// consumption has resumed (or a request asked after it is in effect). Safe
+// from any goroutine.
 func (e *Engine) Resume() <-chan struct{} { return e.ctl.ask(false, "") }
 
 func (c *control) ask(pause bool, reason string) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
 	c.pause, c.reason = pause, reason
-	if c.applied == nil {
-		c.applied = make(chan struct{})
+	ch := make(chan struct{})
+	c.waiting = append(c.waiting, waiter{c.seq, ch})
+	c.asked.Store(true)
+	return ch
+}
+
+// wanted is the last request and its number (0: none waits).
+func (c *control) wanted() (pause bool, reason string, seq uint64) {
+	if !c.asked.Load() {
+		return false, "", 0
 	}
-	return c.applied
-}
-
-// wanted is the last request, and the channel to close once it is obeyed
-// (nil: nothing was asked since the last one was obeyed).
-func (c *control) wanted() (pause bool, reason string, applied chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pause, c.reason, c.applied
+	return c.pause, c.reason, c.seq
 }
 
-// obeyed closes applied, if no newer request came meanwhile.
-func (c *control) obeyed(applied chan struct{}) {
+// obeyed closes the channels of request seq and those before it; a request
+// asked meanwhile still waits.
+func (c *control) obeyed(seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.applied == applied {
-		close(applied)
-		c.applied = nil
+	kept := c.waiting[:0]
+	for _, w := range c.waiting {
+		if w.seq <= seq {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiting = kept
+	if seq == c.seq {
+		c.asked.Store(false)
 	}
 }
 
@@ -70,8 +97,8 @@ func (c *control) obeyed(applied chan struct{}) {
 // the last commit is kept; a resume resumes them, except the retry
 // partitions held until their next record is due.
 func (e *Engine) obey(ctx context.Context) error {
-	pause, reason, applied := e.ctl.wanted()
-	if applied == nil {
+	pause, reason, seq := e.ctl.wanted()
+	if seq == 0 {
 		return nil
 	}
 	switch {
@@ -110,7 +137,7 @@ func (e *Engine) obey(ctx context.Context) error {
 		e.m.ResumeByOperator()
 	}
 	e.publish()
-	e.ctl.obeyed(applied)
+	e.ctl.obeyed(seq)
 	return nil
 }
 

@@ -112,3 +112,35 @@ func TestAPauseAskedBeforeTheRunConsumesNothingUntilTheResume(t *testing.T) {
 	}
 	h.exactlyOnce(map[Partition]int{p0: 30, p1: 30})
 }
+
+// A resume asked while the engine is still obeying a pause (committing the
+// batch in hand) is not lost: the engine ends up running, and the resume's
+// channel closes only once it does.
+func TestAResumeAskedDuringAPauseIsNotLost(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
+	h.eng = New(h.opts, h.src, h.ses)
+	var resumed <-chan struct{}
+	h.src.script[5] = func(*source) { h.eng.Pause("brief") }
+	// The pause is obeyed between polls 5 and 6; the resume comes in the
+	// middle of obeying it: the batch's commit, inside Session.Commit.
+	h.ses.fail = func(commit int) (error, bool) {
+		if commit == 1 && resumed == nil {
+			resumed = h.eng.Resume()
+		}
+		return nil, true
+	}
+	h.src.script[30] = func(*source) {
+		select {
+		case <-resumed:
+		default:
+			t.Error("the resume was not obeyed within 25 polls")
+		}
+		if st := h.eng.Status(); st.State != StateRunning {
+			t.Errorf("the engine is %s after a resume asked during a pause", st.State)
+		}
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
+}
