@@ -86,26 +86,28 @@ var profiles = func() http.Handler {
 // maxReason bounds a pause's reason (POST /pause?reason= or its JSON body).
 const maxReason = 256
 
-// ServeHTTP routes the API's calls.
+// ServeHTTP routes the API's calls; every one needs the token when one is set.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	route := map[string]string{"/status": http.MethodGet, "/pause": http.MethodPost, "/resume": http.MethodPost}
-	method, ok := route[r.URL.Path]
-	if s.Pprof && strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
-		if !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="offloader"`)
-			fail(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <observability.admin_token>")
+	var method string
+	profile := s.Pprof && strings.HasPrefix(r.URL.Path, "/debug/pprof/")
+	switch r.URL.Path {
+	case "/status":
+		method = http.MethodGet
+	case "/pause", "/resume":
+		method = http.MethodPost
+	default:
+		if !profile {
+			fail(w, http.StatusNotFound, "no such path: the admin API has GET /status, POST /pause and POST /resume (and /metrics, /healthz, /readyz)")
 			return
 		}
-		profiles.ServeHTTP(w, r)
-		return
-	}
-	if !ok {
-		fail(w, http.StatusNotFound, "no such path: the admin API has GET /status, POST /pause and POST /resume (and /metrics, /healthz, /readyz)")
-		return
 	}
 	if !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="offloader"`)
 		fail(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <observability.admin_token>")
+		return
+	}
+	if profile {
+		profiles.ServeHTTP(w, r)
 		return
 	}
 	if r.Method != method {
