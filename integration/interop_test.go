@@ -352,7 +352,7 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 		}
 		catClass[r.Key] = "value " + r.SHA256
 		if r.Error != "" {
-			catClass[r.Key] = errorTextClass(r.Error)
+			catClass[r.Key] = resolvertest.ClassOfText(r.Error)
 		}
 	}
 	for i, c := range v.Cases {
@@ -365,20 +365,6 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 			t.Errorf("%s: Go %q, Java %q, cat %q, want %q", c.Name, goClass[key], javaClass[key], catClass[key], want)
 		}
 	}
-}
-
-// errorTextClass is the class of a resolver error from its text (what
-// offloader cat prints).
-func errorTextClass(text string) string {
-	for class, target := range map[string]error{
-		"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
-		"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
-	} {
-		if strings.Contains(text, target.Error()) {
-			return class
-		}
-	}
-	return "other: " + text
 }
 
 // pythonVectors is a harness around docs/examples/resolve_pointers.py's

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 
 	"github.com/offloader/offloader/resolver"
 )
@@ -48,15 +49,29 @@ func Load(path string) (Vectors, map[string][]byte, error) {
 	return v, objects, nil
 }
 
+// classes are the resolver's errors by the vectors' class names.
+var classes = map[string]error{
+	"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
+	"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
+}
+
 // Class names the class of a resolver error as the vectors do.
 func Class(err error) string {
-	for class, target := range map[string]error{
-		"malformed": resolver.ErrMalformed, "unknown_version": resolver.ErrUnknownVersion, "unknown_store": resolver.ErrUnknownStore,
-		"not_found": resolver.ErrNotFound, "checksum": resolver.ErrChecksum, "too_large": resolver.ErrTooLarge,
-	} {
+	for class, target := range classes {
 		if errors.Is(err, target) {
 			return class
 		}
 	}
 	return "other: " + err.Error()
+}
+
+// ClassOfText is Class for the text of a resolver error (what offloader cat
+// prints): the class whose error's text it contains.
+func ClassOfText(text string) string {
+	for class, target := range classes {
+		if strings.Contains(text, target.Error()) {
+			return class
+		}
+	}
+	return "other: " + text
 }

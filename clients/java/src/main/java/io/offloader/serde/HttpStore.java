@@ -8,10 +8,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.Map;
 import java.util.StringJoiner;
 
@@ -66,7 +63,7 @@ public class HttpStore implements PayloadStore {
     @Override
     public void put(String key, byte[] data, Map<String, String> metadata) {
         Pointer.checkKey(key);
-        String sum = sha256(data);
+        String sum = Pointer.sha256Of(data);
         HttpRequest.Builder b = request(key).PUT(HttpRequest.BodyPublishers.ofByteArray(data))
                 .header("Content-Type", "application/octet-stream").header(SHA256, sum);
         metadata.forEach((k, v) -> b.header("X-Offloader-Meta-" + k, v));
@@ -93,7 +90,7 @@ public class HttpStore implements PayloadStore {
                 throw new PayloadStoreException("http store: get " + key + ": the body has " + data.length + " bytes, Content-Length said " + length, true, null);
             }
             String want = resp.headers().firstValue(SHA256).orElse(null);
-            if (want != null && !want.equals(sha256(data))) {
+            if (want != null && !want.equals(Pointer.sha256Of(data))) {
                 throw new PayloadStoreException("http store: get " + key + ": the body does not match the server's " + SHA256, true, null);
             }
             return data;
@@ -121,11 +118,4 @@ public class HttpStore implements PayloadStore {
         return new PayloadStoreException("http store: " + op + " " + key + ": HTTP " + status, retriable, null);
     }
 
-    static String sha256(byte[] data) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
-    }
 }

@@ -71,7 +71,7 @@ public class LargeMessageSerializer implements Serializer<byte[]> {
             headers.remove(Pointer.HEADER_INLINE_CODEC);
             headers.remove(Pointer.HEADER_INLINE_SIZE);
         }
-        String sha = HttpStore.sha256(data);
+        String sha = Pointer.sha256Of(data);
         String key = prefix + "/sha256/" + sha;
         try {
             store.put(key, stored, Map.of("source_topic", topic, "pipeline", prefix, "sha256", sha, "created", Instant.now().toString().replaceAll("\\.\\d+Z$", "Z")));

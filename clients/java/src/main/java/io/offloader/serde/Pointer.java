@@ -1,6 +1,9 @@
 package io.offloader.serde;
 
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.regex.Pattern;
 
 /**
@@ -94,6 +97,18 @@ public record Pointer(String store, String key, long size, String sha256, String
         }
         if (bad) {
             throw new PointerException(PointerException.Reason.MALFORMED, "malformed pointer: a forged key " + PointerJson.quote(cut(key)) + ": it could leave the store");
+        }
+    }
+
+    /**
+     * @param data bytes
+     * @return their SHA-256 as a pointer's {@code sha256} holds it: 64 lowercase hex characters
+     */
+    public static String sha256Of(byte[] data) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
         }
     }
 

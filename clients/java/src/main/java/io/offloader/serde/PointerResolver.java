@@ -103,7 +103,7 @@ public class PointerResolver {
             throw new PointerException(PointerException.Reason.CHECKSUM, "the object " + p.key() + " holds " + stored.length + " bytes, the pointer says " + p.storedSize());
         }
         byte[] data = Codecs.decode(p.codec(), stored, p.size());
-        if (data.length != p.size() || !HttpStore.sha256(data).equals(p.sha256())) {
+        if (data.length != p.size() || !Pointer.sha256Of(data).equals(p.sha256())) {
             throw new PointerException(PointerException.Reason.CHECKSUM, "the payload of " + p.key() + " does not match the pointer's size and SHA-256");
         }
         if (cache != null) {

@@ -31,7 +31,7 @@ class HttpAndS3StoreTest {
                 ex.sendResponseHeaders(401, -1);
             } else if (ex.getRequestMethod().equals("PUT")) {
                 byte[] body = ex.getRequestBody().readAllBytes();
-                boolean ok = HttpStore.sha256(body).equals(ex.getRequestHeaders().getFirst("X-Offloader-Sha256"))
+                boolean ok = Pointer.sha256Of(body).equals(ex.getRequestHeaders().getFirst("X-Offloader-Sha256"))
                         && "orders".equals(ex.getRequestHeaders().getFirst("X-Offloader-Meta-source_topic"));
                 if (ok) {
                     objects.put(key, body);
@@ -41,7 +41,7 @@ class HttpAndS3StoreTest {
                 ex.sendResponseHeaders(404, -1);
             } else {
                 byte[] body = objects.get(key);
-                ex.getResponseHeaders().set("X-Offloader-Sha256", HttpStore.sha256(body));
+                ex.getResponseHeaders().set("X-Offloader-Sha256", Pointer.sha256Of(body));
                 ex.sendResponseHeaders(200, body.length);
                 ex.getResponseBody().write(body);
             }
@@ -67,7 +67,7 @@ class HttpAndS3StoreTest {
             new Random(5).nextBytes(value);
             RecordHeaders h = new RecordHeaders();
             byte[] pointer = ser.serialize("orders", h, value);
-            assertTrue(objects.containsKey("http-svc/sha256/" + HttpStore.sha256(value)), objects.keySet().toString());
+            assertTrue(objects.containsKey("http-svc/sha256/" + Pointer.sha256Of(value)), objects.keySet().toString());
             assertArrayEquals(value, de.deserialize("orders", h, pointer));
 
             HttpStore store = new HttpStore();

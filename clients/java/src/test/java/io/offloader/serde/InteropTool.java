@@ -63,7 +63,7 @@ public final class InteropTool {
             for (int i = 0; i < n; i++) {
                 byte[] v = value(i);
                 producer.send(new ProducerRecord<>(topic, String.valueOf(i).getBytes(StandardCharsets.UTF_8), v)).get();
-                System.out.printf("{\"key\":\"%d\",\"size\":%d,\"sha256\":\"%s\"}%n", i, v.length, HttpStore.sha256(v));
+                System.out.printf("{\"key\":\"%d\",\"size\":%d,\"sha256\":\"%s\"}%n", i, v.length, Pointer.sha256Of(v));
             }
         }
     }
@@ -97,7 +97,7 @@ public final class InteropTool {
                     for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
                         String key = r.key() == null ? "null" : "\"" + new String(r.key(), StandardCharsets.UTF_8) + "\"";
                         String size = r.value() == null ? "null" : String.valueOf(r.value().length);
-                        String sha = r.value() == null ? "null" : "\"" + HttpStore.sha256(r.value()) + "\"";
+                        String sha = r.value() == null ? "null" : "\"" + Pointer.sha256Of(r.value()) + "\"";
                         System.out.printf("{\"partition\":%d,\"offset\":%d,\"key\":%s,\"size\":%s,\"sha256\":%s}%n", r.partition(), r.offset(), key, size, sha);
                     }
                 } catch (RecordDeserializationException e) {

@@ -52,7 +52,7 @@ class VectorsTest {
                 byte[] got = resolver.resolve(headers, value);
                 if (reject != null) {
                     wrong.add(name + ": resolved, want it refused as " + reject);
-                } else if (!HttpStore.sha256(got).equals(c.get("sha256").asText())) {
+                } else if (!Pointer.sha256Of(got).equals(c.get("sha256").asText())) {
                     wrong.add(name + ": resolved to another value");
                 }
             } catch (PointerException | PayloadStoreException e) {
