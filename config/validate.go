@@ -221,7 +221,11 @@ func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) 
 		// One retry layer: a store's own try must end within the budget,
 		// which is the only deadline a record waits for.
 		for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
-			if timed, ok := p.Stores[name].Config.(stores.Timed); ok && timed.RequestTimeout() >= budget {
+			s := p.Stores[name]
+			if s == nil {
+				continue // an empty store entry: its own problem says so
+			}
+			if timed, ok := s.Config.(stores.Timed); ok && timed.RequestTimeout() >= budget {
 				problems.Add(path+".stores."+name+".try_timeout", "%s must be under errors.store_budget (%s): one try of a store request would outlast the whole budget a record waits for; lower try_timeout", timed.RequestTimeout(), budget)
 			}
 		}
