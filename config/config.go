@@ -47,8 +47,27 @@ type Pipeline struct {
 	Errors     Errors  `key:"errors"`
 	// Limits is enforce (run refuses to start on misaligned size limits) or
 	// warn (it logs them and starts).
-	Limits        string        `key:"limits"`
+	Limits string `key:"limits"`
+	// Memory bounds what the instance holds for records in flight.
+	Memory        Memory        `key:"memory"`
 	Observability Observability `key:"observability"`
+}
+
+// Memory is the memory budget: one figure that bounds everything the
+// instance holds for records in flight, whatever the number of partitions
+// (docs/benchmarks.md, "The memory budget"). The consumer's prefetch, the
+// batch in hand, the uploads in progress and the producer's queue take a
+// quarter each; peak RSS is a fixed overhead (about 100 MiB) plus the budget.
+// A record larger than the budget still goes through, alone. librdkafka
+// properties set under kafka.consumer and kafka.producer
+// (queued.max.messages.kbytes, fetch.max.bytes, max.partition.fetch.bytes,
+// queue.buffering.max.kbytes) win over the figures derived from it.
+type Memory struct {
+	// InFlight is the budget.
+	InFlight settings.Size `key:"in_flight"`
+	// MaxUploads caps the uploads at once; below it, as many run as the
+	// budget's upload quarter holds (their values' sizes).
+	MaxUploads int `key:"max_uploads"`
 }
 
 // Output partition choices.
@@ -261,6 +280,7 @@ func defaults(name string) *Pipeline {
 			Mode:          ModeNonBlocking,
 		},
 		Limits: LimitsEnforce,
+		Memory: Memory{InFlight: 256 * settings.MiB, MaxUploads: 16},
 		Observability: Observability{
 			Listen:    "127.0.0.1:9464",
 			LogFormat: "json",

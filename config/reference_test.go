@@ -123,7 +123,7 @@ func (r *keyReference) fields(prefix string, v reflect.Value) {
 			r.fields(path+"[].", reflect.New(elem(ft)).Elem())
 			continue
 		}
-		r.row(path, typeName(ft), defaultOf(fv), f, t)
+		r.row(path, typeName(ft), defaultOf(path, fv), f, t)
 	}
 }
 
@@ -182,7 +182,7 @@ func typeName(t reflect.Type) string {
 	return t.Kind().String()
 }
 
-func defaultOf(v reflect.Value) string {
+func defaultOf(path string, v reflect.Value) string {
 	if v.IsZero() {
 		return ""
 	}
@@ -195,7 +195,7 @@ func defaultOf(v reflect.Value) string {
 		}
 		return fmt.Sprintf("`%v`", settings.Size(x))
 	}
-	if v.Kind() == reflect.Int && v.Int() > 8 && v.Int() <= 0o777 && v.Int()%8 == 0 {
+	if v.Kind() == reflect.Int && strings.HasSuffix(path, "_mode") {
 		return fmt.Sprintf("`%d` (`0o%o`)", v.Int(), v.Int())
 	}
 	return fmt.Sprintf("`%v`", v.Interface())

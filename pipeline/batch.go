@@ -4,12 +4,14 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Batch transforms records while they are being collected. Each record added
 // goes at once through the chain's quick steps (see Quick) on the caller's
 // goroutine; a record that reaches a step that is not quick (a store upload)
-// continues on a worker, up to concurrency records at a time, so that uploads
+// continues on a worker, within the batch's Workers bounds, so that uploads
 // of different records overlap each other and the polling of the next ones.
 // Next hands out the results in input order as soon as they are finished, so
 // that the caller can produce them while the batch is still being collected.
@@ -24,12 +26,14 @@ import (
 //
 // Add, Next, Wait and Discard are called from one goroutine.
 type Batch struct {
-	parent      context.Context
-	ctx         context.Context
-	cancel      context.CancelFunc
-	chain       Chain
-	concurrency int
-	isolate     func(*Record, error) bool
+	parent  context.Context
+	ctx     context.Context
+	cancel  context.CancelFunc
+	chain   Chain
+	workers Workers
+	// held bounds the bytes of the values on workers (Workers.Bytes).
+	held    *semaphore.Weighted
+	isolate func(*Record, error) bool
 
 	// slots holds the records added and not handed out yet, in input order;
 	// it starts over whenever Next has handed out all of them, so that it
@@ -71,10 +75,23 @@ type job struct {
 	finished atomic.Bool
 }
 
+// Workers bound the records a batch carries on workers (through its steps
+// that are not quick: store uploads) at once: Max records, and Bytes of their
+// keys and values (0: no bound). A record larger than Bytes waits until it is
+// the only one, and then goes alone.
+type Workers struct {
+	Max   int
+	Bytes int64
+}
+
 // NewBatch starts a batch whose records go through chain until ctx ends.
 // isolate (nil: none) picks the failures that stay with their record.
-func NewBatch(ctx context.Context, chain Chain, concurrency int, isolate func(*Record, error) bool) *Batch {
-	b := &Batch{parent: ctx, chain: chain, concurrency: max(1, concurrency), isolate: isolate}
+func NewBatch(ctx context.Context, chain Chain, workers Workers, isolate func(*Record, error) bool) *Batch {
+	workers.Max = max(1, workers.Max)
+	b := &Batch{parent: ctx, chain: chain, workers: workers, isolate: isolate}
+	if workers.Bytes > 0 {
+		b.held = semaphore.NewWeighted(workers.Bytes)
+	}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	return b
 }
@@ -99,8 +116,8 @@ func (b *Batch) Add(r *Record) {
 		s.out = at
 	default:
 		if b.work == nil {
-			b.work = make(chan *job, b.concurrency)
-			for range b.concurrency {
+			b.work = make(chan *job, b.workers.Max)
+			for range b.workers.Max {
 				b.wg.Add(1)
 				go b.worker()
 			}
@@ -128,7 +145,16 @@ func (b *Batch) worker() {
 		if b.ctx.Err() != nil {
 			continue // the batch is broken or its context ended
 		}
+		weight := min(int64(len(j.at.Key)+len(j.at.Value)), b.workers.Bytes)
+		if b.held != nil {
+			if b.held.Acquire(b.ctx, weight) != nil {
+				continue // the batch broke while j waited
+			}
+		}
 		out, err := b.chain.applyFrom(b.ctx, j.at, j.next)
+		if b.held != nil {
+			b.held.Release(weight)
+		}
 		if err != nil {
 			b.fail(j, err)
 			continue

@@ -16,7 +16,7 @@ func (f transformFunc) Apply(ctx context.Context, r *Record) (*Record, error) { 
 // process runs a whole batch through t, as the run loop does record by record,
 // and returns the outputs in input order.
 func process(ctx context.Context, t Transform, in []*Record, concurrency int) ([]*Record, error) {
-	b := NewBatch(ctx, Chain{t}, concurrency, nil)
+	b := NewBatch(ctx, Chain{t}, Workers{Max: concurrency}, nil)
 	for _, r := range in {
 		b.Add(r)
 	}
@@ -142,7 +142,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 	b := NewBatch(context.Background(), Chain{transformFunc(func(_ context.Context, r *Record) (*Record, error) {
 		started <- r.Offset
 		return r, nil
-	})}, 2, nil)
+	})}, Workers{Max: 2}, nil)
 	b.Add(&Record{Offset: 7})
 	select {
 	case off := <-started:
@@ -172,7 +172,7 @@ func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 		case <-time.After(time.Minute):
 			return r, nil
 		}
-	})}, 3, nil)
+	})}, Workers{Max: 3}, nil)
 	for i := range 3 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -196,7 +196,7 @@ func TestBatchIsolatesRecordFailures(t *testing.T) {
 		}
 		return r, nil
 	})
-	b := NewBatch(context.Background(), Chain{tr}, 4, func(_ *Record, err error) bool { return errors.Is(err, poison) })
+	b := NewBatch(context.Background(), Chain{tr}, Workers{Max: 4}, func(_ *Record, err error) bool { return errors.Is(err, poison) })
 	for i := range 9 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -253,7 +253,7 @@ func TestBatchAppliesQuickStepsOnAdd(t *testing.T) {
 		quickFunc{tag(1), small},
 		tag(2), // not Quick: always on a worker
 	}
-	b := NewBatch(context.Background(), chain[:2], 2, nil)
+	b := NewBatch(context.Background(), chain[:2], Workers{Max: 2}, nil)
 	b.Add(&Record{Offset: 0, Value: []byte("small")})
 	if calls[0].Load() != 1 || calls[1].Load() != 1 {
 		t.Fatalf("after Add, steps ran %d and %d times, want both once before Wait", calls[0].Load(), calls[1].Load())
@@ -271,7 +271,7 @@ func TestBatchAppliesQuickStepsOnAdd(t *testing.T) {
 	}
 
 	for step := range 3 {
-		b := NewBatch(context.Background(), chain, 2, nil)
+		b := NewBatch(context.Background(), chain, Workers{Max: 2}, nil)
 		b.Add(&Record{Offset: 5, Value: []byte("small"), Headers: []Header{{Key: "fail", Value: fmt.Appendf(nil, "%d", step)}}})
 		err := b.Wait()
 		var se *StepError
@@ -296,7 +296,7 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 		return r, nil
 	})
 	chain := Chain{quickFunc{slow, func(r *Record) bool { return r.Offset != 2 && r.Offset != 9 }}}
-	b := NewBatch(context.Background(), chain, 2, nil)
+	b := NewBatch(context.Background(), chain, Workers{Max: 2}, nil)
 	for i := range 5 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -333,7 +333,7 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pass := transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil })
-	b := NewBatch(ctx, Chain{pass}, 2, nil)
+	b := NewBatch(ctx, Chain{pass}, Workers{Max: 2}, nil)
 	for i := range 4 {
 		b.Add(&Record{Offset: int64(i)})
 	}
@@ -355,7 +355,7 @@ func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
 // in order once taken, and a failure still names its record's batch index.
 func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 	pass := quickFunc{transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil }), func(*Record) bool { return true }}
-	b := NewBatch(context.Background(), Chain{pass}, 2, nil)
+	b := NewBatch(context.Background(), Chain{pass}, Workers{Max: 2}, nil)
 	for i := range 100_000 {
 		b.Add(&Record{Offset: int64(i)})
 		res, ok := b.Next()
@@ -388,7 +388,7 @@ func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 		}
 		return r, nil
 	}), func(*Record) bool { return true }}
-	b2 := NewBatch(context.Background(), Chain{failAt1000}, 2, nil)
+	b2 := NewBatch(context.Background(), Chain{failAt1000}, Workers{Max: 2}, nil)
 	for i := range 1001 {
 		b2.Add(&Record{Offset: int64(i)})
 		b2.Next()
@@ -403,5 +403,58 @@ func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBatchBoundsTheBytesOnWorkers: with Workers.Bytes, the values on workers
+// at once never exceed it however many workers there are, and a record larger
+// than it goes through alone, with nothing else on a worker.
+func TestBatchBoundsTheBytesOnWorkers(t *testing.T) {
+	var held, peak atomic.Int64
+	var aloneBig atomic.Bool
+	upload := transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		n := held.Add(int64(len(r.Value)))
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		if len(r.Value) > 10_000 && n == int64(len(r.Value)) {
+			aloneBig.Store(true)
+		}
+		time.Sleep(2 * time.Millisecond)
+		held.Add(-int64(len(r.Value)))
+		return r, nil
+	})
+	b := NewBatch(context.Background(), Chain{upload}, Workers{Max: 16, Bytes: 10_000}, nil)
+	for i := range 60 {
+		size := 3_000
+		if i == 30 {
+			size = 25_000 // over the bound: alone
+		}
+		b.Add(&Record{Offset: int64(i), Value: make([]byte, size)})
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	out := results(b)
+	if len(out) != 60 || out[30].Out.Offset != 30 || len(out[30].Out.Value) != 25_000 {
+		t.Fatalf("got %d results, want 60 with record 30 of 25000 bytes", len(out))
+	}
+	// 3 records of 3,000 bytes fit in 10,000; the large one was alone.
+	if p := peak.Load(); p != 25_000 {
+		t.Fatalf("peak bytes on workers %d, want 25000 (the large record, alone)", p)
+	}
+	if !aloneBig.Load() {
+		t.Fatal("the record over the bound shared the workers with others")
+	}
+	held.Store(0)
+	peak.Store(0)
+	b = NewBatch(context.Background(), Chain{upload}, Workers{Max: 16, Bytes: 10_000}, nil)
+	for i := range 60 {
+		b.Add(&Record{Offset: int64(i), Value: make([]byte, 3_000)})
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if p := peak.Load(); p != 9_000 {
+		t.Fatalf("peak bytes on workers %d, want 9000 (three of 3000 within the 10000 bound, with 16 workers)", p)
 	}
 }

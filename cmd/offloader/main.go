@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	// Store backends and transforms register themselves by type name.
+	"github.com/offloader/offloader/internal/kafkaedge"
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
 	_ "github.com/offloader/offloader/stores/httpstore"
@@ -52,6 +53,9 @@ func commands() []*command {
 }
 
 func main() {
+	// Before any Kafka client starts its threads (validating a pipeline
+	// file creates some).
+	kafkaedge.LimitMallocArenas()
 	c := &cli{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}
 	os.Exit(c.main(os.Args[1:]))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -112,9 +113,9 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 			defer logger.Sync()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if keepHeapFloor(ballastSize) {
-				logger.Info("garbage collector: a heap ballast keeps collections rare while little data is live; set GOGC to choose otherwise",
-					zap.Int("ballast_mib", ballastSize>>20))
+			if heap := memory.HeapLimit(int64(p.Memory.InFlight)); collectAtHeapLimit(heap) {
+				logger.Info("garbage collector: collects when the heap reaches the memory budget's heap share (GOGC=off, GOMEMLIMIT at it); set GOGC or GOMEMLIMIT to choose otherwise",
+					zap.String("heap_limit", settings.Size(heap).String()))
 			}
 			stopWatch := exitIfStuck(ctx, shutdownTimeout+shutdownGrace, func() {
 				logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
@@ -257,7 +258,16 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		chain = append(chain, t)
 	}
 
-	group, session, err := kafkaedge.Connect(ctx, p, logger, metrics)
+	plan := topology.Memory(p)
+	logger.Info("memory budget (memory.in_flight) split",
+		zap.String("in_flight", settings.Size(plan.InFlight).String()),
+		zap.String("prefetch_queue", settings.Size(plan.PrefetchQueue).String()),
+		zap.String("fetch_per_broker", settings.Size(plan.Fetch).String()),
+		zap.String("batch", settings.Size(min(plan.Batch, int64(p.Commit.MaxBytes))).String()),
+		zap.String("uploads", settings.Size(plan.Uploads).String()),
+		zap.Int("max_uploads", plan.MaxUploads),
+		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
+	group, session, err := kafkaedge.Connect(ctx, p, plan, logger, metrics)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -287,10 +297,10 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		SourceTopics:       p.Source.Topics,
 		SlimTopic:          p.SlimTopic,
 		PreservePartitions: p.Partitioning == config.PartitioningPreserve,
-		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(p.Commit.MaxBytes)},
+		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(min(plan.Batch, int64(p.Commit.MaxBytes)))},
 		Chain:              chain,
 		StepNames:          stepNames,
-		Concurrency:        8,
+		Workers:            pipeline.Workers{Max: plan.MaxUploads, Bytes: plan.Uploads},
 		Policy:             dlt.NewPolicy(policyRules(p.Errors), time.Now),
 		SlimLimit:          topology.SlimLimit(),
 		FailureLimits:      topology.FailureLimits(),

@@ -7,10 +7,12 @@ package kafkaedge
 
 import (
 	"os"
+	"strconv"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 )
 
 // Defaults for librdkafka properties the user did not set.
@@ -30,9 +32,6 @@ var (
 	}
 	producerDefaults = kafka.ConfigMap{
 		"linger.ms": 5,
-		// librdkafka's default is 1 GiB of C memory; memory should follow the
-		// in-flight data (KIP-782), and a batch is bounded by commit.max_bytes.
-		"queue.buffering.max.kbytes": 262144,
 		// Same key -> same partition as the Java clients' default partitioner.
 		"partitioner": "murmur2_random",
 	}
@@ -57,10 +56,15 @@ func TransactionalID(p *config.Pipeline) string {
 	return "offloader-" + p.Name + "-" + host
 }
 
-func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
+func configMap(defaults, budget kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
 	cm := kafka.ConfigMap{}
 	for k, v := range defaults {
 		cm[k] = v
+	}
+	for k, v := range budget {
+		if !setByUser(user, k) {
+			cm[k] = v
+		}
 	}
 	for k, v := range user {
 		cm[k] = v
@@ -71,9 +75,31 @@ func configMap(defaults kafka.ConfigMap, user map[string]string, fixed kafka.Con
 	return &cm
 }
 
-// producerConfig is the producer's librdkafka configuration for a pipeline.
-func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
-	return configMap(producerDefaults, p.Kafka.Producer, kafka.ConfigMap{
+// setByUser reports whether user sets name or an alias of it.
+func setByUser(user map[string]string, name string) bool {
+	canonical := func(n string) string {
+		if c, ok := properties().canonical[n]; ok {
+			return c
+		}
+		return n
+	}
+	for k := range user {
+		if canonical(k) == canonical(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// producerConfig is the producer's librdkafka configuration for a pipeline,
+// its queue sized from plan (librdkafka's default is 1 GiB of C memory).
+func producerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
+	budget := kafka.ConfigMap{}
+	if plan.ProduceQueue > 0 {
+		budget["queue.buffering.max.kbytes"] = int(plan.ProduceQueue >> 10)
+		budget["queue.buffering.max.messages"] = plan.ProduceMessages
+	}
+	return configMap(producerDefaults, budget, p.Kafka.Producer, kafka.ConfigMap{
 		"bootstrap.servers":  p.Kafka.BootstrapServers,
 		"transactional.id":   TransactionalID(p),
 		"enable.idempotence": true,
@@ -89,18 +115,36 @@ func producerConfig(p *config.Pipeline) *kafka.ConfigMap {
 	})
 }
 
-// consumerConfig is the consumer's librdkafka configuration for a pipeline.
+// consumerConfig is the consumer's librdkafka configuration for a pipeline,
+// its prefetch sized from plan (none when plan is zero): with the high-level
+// consumer, queued.max.messages.kbytes bounds one queue for all partitions,
+// and fetch.max.bytes a fetch response over all its partitions, each of
+// which may fill it (librdkafka's defaults, 64 MiB and 50 MiB with 1 MiB per
+// partition, let a response grow with the partitions fetched).
+// A receive.message.max.bytes of the user's caps the fetch size, which
+// librdkafka wants 512 bytes below it.
 // The member is static (KIP-345): its group.instance.id is the stable
 // identity its transactional.id is made of, so that an instance restarted
 // after a crash gets its partitions back at once instead of waiting for its
 // predecessor's session to expire; a kafka.consumer group.instance.id of the
 // user's wins.
-func consumerConfig(p *config.Pipeline) *kafka.ConfigMap {
+func consumerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	defaults := kafka.ConfigMap{"group.instance.id": TransactionalID(p)}
 	for k, v := range consumerDefaults {
 		defaults[k] = v
 	}
-	return configMap(defaults, p.Kafka.Consumer, kafka.ConfigMap{
+	budget := kafka.ConfigMap{}
+	if plan.Fetch > 0 {
+		fetch := plan.Fetch
+		if r, err := strconv.ParseInt(p.Kafka.Consumer["receive.message.max.bytes"], 10, 64); err == nil {
+			fetch = max(memory.MinFetch, min(fetch, r-512))
+		}
+		budget["queued.max.messages.kbytes"] = int(plan.PrefetchQueue >> 10)
+		budget["queued.min.messages"] = plan.PrefetchMessages
+		budget["fetch.max.bytes"] = int(fetch)
+		budget["fetch.message.max.bytes"] = int(fetch) // max.partition.fetch.bytes
+	}
+	return configMap(defaults, budget, p.Kafka.Consumer, kafka.ConfigMap{
 		"bootstrap.servers":        p.Kafka.BootstrapServers,
 		"group.id":                 p.Source.Group,
 		"isolation.level":          "read_committed",

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -19,10 +20,11 @@ import (
 // Assign and Unassign after an eager rebalance, IncrementalAssign and
 // IncrementalUnassign after a cooperative one (cooperative-sticky).
 type Group struct {
-	c   *kafka.Consumer
-	p   *config.Pipeline
-	log *zap.Logger
-	rb  engine.Rebalancer
+	c    *kafka.Consumer
+	p    *config.Pipeline
+	plan memory.Plan // the memory budget the consumer's prefetch is sized from
+	log  *zap.Logger
+	rb   engine.Rebalancer
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
 	assigned []kafka.TopicPartition
@@ -68,7 +70,7 @@ func (g *Group) rejoin(cause kafka.Error) error {
 	}
 	old := g.c
 	go old.Close() // a fenced client may never finish leaving; the new one does not wait for it
-	c, err := kafka.NewConsumer(consumerConfig(g.p))
+	c, err := kafka.NewConsumer(consumerConfig(g.p, g.plan))
 	if err != nil {
 		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline/engine"
 )
 
@@ -44,6 +45,18 @@ func (t *Topology) FailureLimits() map[string]engine.Limit {
 		out[r.Name] = t.Figures.limitOf(r)
 	}
 	return out
+}
+
+// Memory splits the pipeline's memory budget (memory.in_flight) for this
+// cluster: the fetch share is divided among its brokers, and the produce
+// queue holds at least two of the largest records the slim, retry and
+// dead-letter topics take.
+func (t *Topology) Memory(p *config.Pipeline) memory.Plan {
+	largest := t.SlimLimit().Bytes
+	for _, l := range t.FailureLimits() {
+		largest = max(largest, l.Bytes)
+	}
+	return memory.Split(int64(p.Memory.InFlight), t.Figures.Brokers, p.Memory.MaxUploads, largest)
 }
 
 // DeadLetterLimit is the dead-letter topic's limit (zero without one).
@@ -127,7 +140,7 @@ func (a admin) Close() {
 // settings, and only those.
 func adminClient(p *config.Pipeline, log *zap.Logger) (admin, error) {
 	cfg := kafka.ConfigMap{"go.logs.channel.enable": true, "go.delivery.reports": false}
-	for k, v := range *consumerConfig(p) {
+	for k, v := range *consumerConfig(p, memory.Plan{}) {
 		if isAdminSetting(k) {
 			cfg[k] = v
 		}
@@ -159,7 +172,7 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Kafka.BootstrapServers, err)
 	}
-	f := &Figures{Bootstrap: p.Kafka.BootstrapServers, Preserve: p.Partitioning == config.PartitioningPreserve}
+	f := &Figures{Bootstrap: p.Kafka.BootstrapServers, Brokers: len(md.Brokers), Preserve: p.Partitioning == config.PartitioningPreserve}
 	if f.ProducerMaxMessageBytes, err = clientInt(p.Kafka.Producer, "producer", "message.max.bytes", defaultProducerMessageMaxBytes); err != nil {
 		return nil, err
 	}

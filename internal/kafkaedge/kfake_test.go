@@ -16,6 +16,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -45,7 +46,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			m := observability.NewMetrics("kfake")
-			group, session, err := Connect(ctx, p, zap.NewNop(), m)
+			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +57,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			eng := engine.New(engine.Options{
 				Name: p.Name, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic, PreservePartitions: true,
 				Commit: engine.Commit{Interval: 100 * time.Millisecond, MaxRecords: 20, MaxBytes: 1 << 20},
-				Chain:  pipeline.Chain{}, Concurrency: 2, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
+				Chain:  pipeline.Chain{}, Workers: pipeline.Workers{Max: 2}, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
 				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second, Metrics: m,
 			}, group, session)
 			rep, err := eng.Run(ctx)
@@ -235,7 +236,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 		SlimTopic: "slim",
 	}
 	m := observability.NewMetrics("stuck")
-	group, session, err := Connect(context.Background(), p, zap.NewNop(), m)
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
 	if err != nil {
 		t.Fatal(err)
 	}

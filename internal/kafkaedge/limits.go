@@ -31,7 +31,9 @@ type TopicInfo struct {
 
 // Figures are the size gates of a pipeline, read from the cluster and its file.
 type Figures struct {
-	Bootstrap               string
+	Bootstrap string
+	// Brokers is the number of brokers in the cluster.
+	Brokers                 int
 	BrokerMessageMaxBytes   int
 	ProducerMaxMessageBytes int // producer gate: each uncompressed record
 	ConsumerReceiveMaxBytes int // consumer gate: a whole fetch response

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -31,6 +32,7 @@ const stuckGrace = 15 * time.Second
 // transactional.id, which fences the stuck one and aborts its transaction.
 type Session struct {
 	p        *config.Pipeline
+	plan     memory.Plan // the memory budget the producer's queue is sized from
 	log      *zap.Logger
 	m        *observability.Metrics
 	group    *Group // whose consumer's group metadata goes into each commit
@@ -47,20 +49,23 @@ type Session struct {
 // Connect creates the pipeline's consumer and transactional producer and
 // initialises transactions, which fences any earlier producer with the same
 // transactional.id and aborts its open transaction.
-func Connect(ctx context.Context, p *config.Pipeline, log *zap.Logger, m *observability.Metrics) (*Group, *Session, error) {
-	s := &Session{p: p, log: log, m: m, stuckGrace: stuckGrace}
+//
+// The clients' prefetch and produce queue are sized from plan (the memory
+// budget), unless the pipeline's kafka properties set them.
+func Connect(ctx context.Context, p *config.Pipeline, plan memory.Plan, log *zap.Logger, m *observability.Metrics) (*Group, *Session, error) {
+	s := &Session{p: p, plan: plan, log: log, m: m, stuckGrace: stuckGrace}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	consumer, err := kafka.NewConsumer(consumerConfig(p))
+	consumer, err := kafka.NewConsumer(consumerConfig(p, plan))
 	if err != nil {
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
 	go logClient(log, consumer.Logs())
 	s.producer = producer
-	s.group = &Group{c: consumer, p: p, log: log, explain: s.fatalError}
+	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError}
 	return s.group, s, nil
 }
 
@@ -68,7 +73,7 @@ func Connect(ctx context.Context, p *config.Pipeline, log *zap.Logger, m *observ
 // transactions. A producer stuck in InitTransactions is left open: closing a
 // client stuck in a call would block too.
 func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
-	producer, err := kafka.NewProducer(producerConfig(s.p))
+	producer, err := kafka.NewProducer(producerConfig(s.p, s.plan))
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
 	}

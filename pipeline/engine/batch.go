@@ -20,9 +20,9 @@ type batch struct {
 	tally  tally    // what the batch produced, for the metrics
 }
 
-func (b *batch) begin(ctx context.Context, now time.Time, chain pipeline.Chain, concurrency int, isolate func(*pipeline.Record, error) bool) {
+func (b *batch) begin(ctx context.Context, now time.Time, chain pipeline.Chain, workers pipeline.Workers, isolate func(*pipeline.Record, error) bool) {
 	b.start = now
-	b.proc = pipeline.NewBatch(ctx, chain, concurrency, isolate)
+	b.proc = pipeline.NewBatch(ctx, chain, workers, isolate)
 }
 
 // note counts rec in the batch and keeps its offset if it is the first of

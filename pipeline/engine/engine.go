@@ -68,8 +68,9 @@ type Options struct {
 	Chain pipeline.Chain
 	// StepNames name the chain's steps for dead-letter headers.
 	StepNames []string
-	// Concurrency bounds records transformed (and uploaded) at once.
-	Concurrency int
+	// Workers bound the records transformed on workers (uploaded) at once:
+	// their number and their bytes (the memory budget's upload share).
+	Workers pipeline.Workers
 	// Policy decides what becomes of failures; its rules name the retry and
 	// dead-letter topics.
 	Policy *dlt.Policy
@@ -337,7 +338,7 @@ func (e *Engine) pollOnce() error {
 		return e.stopAtEnd(rec)
 	}
 	if e.batch.len == 0 {
-		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Concurrency, e.isolates)
+		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Workers, e.isolates)
 	}
 	if e.opts.Throttle != nil {
 		e.opts.Throttle(e.work, rec)

@@ -55,7 +55,7 @@ func newHarness(t *testing.T, rules dlt.Rules, chain pipeline.Chain, parts ...Pa
 	h.opts = Options{
 		Name: "t", SourceTopics: []string{"raw"}, SlimTopic: slim, PreservePartitions: true,
 		Commit: Commit{Interval: time.Second, MaxRecords: 7, MaxBytes: 1 << 20},
-		Chain:  chain, Concurrency: 4, Policy: dlt.NewPolicy(rules, h.clock.Now),
+		Chain:  chain, Workers: pipeline.Workers{Max: 4}, Policy: dlt.NewPolicy(rules, h.clock.Now),
 		SourcePartitions: sources, ShutdownTimeout: time.Second, Metrics: h.m, Now: h.clock.Now, After: h.clock.After,
 	}
 	return h

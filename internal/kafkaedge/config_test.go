@@ -1,0 +1,67 @@
+package kafkaedge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
+)
+
+// TestClientsAreSizedFromTheMemoryBudget: the consumer's prefetch and the
+// producer's queue carry the budget's figures, librdkafka takes them, and a
+// property the user sets (or an alias of it) wins over the budget's.
+func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
+	plan := memory.Split(64<<20, 1, 8, 1_000_000)
+	p := &config.Pipeline{Name: "p", Kafka: config.Kafka{Consumer: map[string]string{}, Producer: map[string]string{}}}
+	consumer, producer := consumerConfig(p, plan), producerConfig(p, plan)
+	for _, c := range []struct {
+		cm         *kafka.ConfigMap
+		name, want string
+	}{
+		{consumer, "queued.max.messages.kbytes", "8192"},
+		{consumer, "fetch.max.bytes", "8388608"},
+		{consumer, "fetch.message.max.bytes", "8388608"},
+		{consumer, "queued.min.messages", "4096"},
+		{producer, "queue.buffering.max.kbytes", "16384"},
+		{producer, "queue.buffering.max.messages", "8192"},
+	} {
+		if got := fmt.Sprint((*c.cm)[c.name]); got != c.want {
+			t.Errorf("%s = %s, want %s", c.name, got, c.want)
+		}
+	}
+	for side, cm := range map[string]*kafka.ConfigMap{"consumer": consumer, "producer": producer} {
+		props := map[string]string{}
+		for k, v := range *cm {
+			// go.* are the Go client's own, typed: not librdkafka's.
+			if k != "bootstrap.servers" && k != "transactional.id" && !strings.HasPrefix(k, "go.") {
+				props[k] = fmt.Sprint(v)
+			}
+		}
+		if msg := tryClient(side, props); msg != "" {
+			t.Errorf("librdkafka refuses the %s's budget properties: %s", side, msg)
+		}
+	}
+
+	// The user's figures win, by their own name or an alias; a receive cap
+	// of theirs lowers the fetch size to fit under it.
+	p.Kafka.Consumer = map[string]string{"max.partition.fetch.bytes": "2097152", "receive.message.max.bytes": "3000000"}
+	p.Kafka.Producer = map[string]string{"queue.buffering.max.kbytes": "1024"}
+	consumer, producer = consumerConfig(p, plan), producerConfig(p, plan)
+	if _, set := (*consumer)["fetch.message.max.bytes"]; set || (*consumer)["max.partition.fetch.bytes"] != "2097152" {
+		t.Errorf("the user's max.partition.fetch.bytes did not win over the budget's fetch.message.max.bytes: %v", *consumer)
+	}
+	if got := (*consumer)["fetch.max.bytes"]; got != 3000000-512 {
+		t.Errorf("fetch.max.bytes = %v, want 512 under the user's receive.message.max.bytes", got)
+	}
+	if got := (*producer)["queue.buffering.max.kbytes"]; got != "1024" {
+		t.Errorf("queue.buffering.max.kbytes = %v, want the user's 1024", got)
+	}
+	// A zero plan (the admin client's) adds nothing.
+	if _, set := (*consumerConfig(p, memory.Plan{}))["queued.max.messages.kbytes"]; set {
+		t.Error("a zero plan set queued.max.messages.kbytes")
+	}
+}

@@ -1,0 +1,92 @@
+// Package memory splits a pipeline's memory budget (memory.in_flight) among
+// the four places that hold records in flight, so that one figure bounds them
+// all and none of them grows with the number of partitions (the goal of
+// KIP-782: memory follows the traffic, not batch size x partitions):
+//
+//   - the consumer's prefetch: librdkafka's one queue for every partition of
+//     the high-level consumer (queued.max.messages.kbytes), which a fetch
+//     response may overshoot, plus the fetch responses in flight, one per
+//     broker (fetch.max.bytes caps a response over all its partitions, and
+//     each partition may fill it: max.partition.fetch.bytes);
+//   - the batch in hand: its input and the outputs waiting to be produced
+//     (commit.max_bytes, lowered to its share);
+//   - the uploads in progress: the encoded payloads on their way to a store;
+//   - the producer's queue (queue.buffering.max.kbytes), which holds what
+//     was produced until the broker acknowledges it.
+//
+// Each takes a quarter. Peak RSS is then a fixed overhead (the Go runtime,
+// librdkafka's threads and buffers, the stores' clients) plus the budget,
+// whatever the partitions. A record larger than a share still goes through,
+// alone: librdkafka returns a partition's first record even over
+// fetch.max.bytes, and an upload larger than its share waits until it is the
+// only one.
+package memory
+
+// Plan is a budget's split, in bytes.
+type Plan struct {
+	// InFlight is the whole budget.
+	InFlight int64
+	// PrefetchQueue is librdkafka's queued.max.messages.kbytes (in bytes),
+	// and PrefetchMessages its queued.min.messages.
+	PrefetchQueue    int64
+	PrefetchMessages int
+	// Fetch is fetch.max.bytes and max.partition.fetch.bytes: the largest
+	// fetch response, of which one per broker may be in flight.
+	Fetch int64
+	// Batch bounds a batch's input, below commit.max_bytes.
+	Batch int64
+	// Uploads bounds the bytes being uploaded at once, and MaxUploads the
+	// uploads at once.
+	Uploads    int64
+	MaxUploads int
+	// ProduceQueue is queue.buffering.max.kbytes (in bytes), and
+	// ProduceMessages queue.buffering.max.messages.
+	ProduceQueue    int64
+	ProduceMessages int
+	// Heap is where Go's collector runs (see HeapLimit).
+	Heap int64
+}
+
+// HeapOverhead is what the Go heap holds besides records: the clients of
+// Kafka and the stores, metrics, logs.
+const HeapOverhead = 32 << 20
+
+// HeapLimit is the Go heap a budget of inFlight allows: the batch's and the
+// uploads' shares, which Go holds (the prefetch and the produce queue are
+// librdkafka's, in C), plus HeapOverhead. Collecting when the heap reaches it
+// (GOGC=off, GOMEMLIMIT at it) keeps the garbage of records already produced
+// within the budget too, and makes collections as rare as the budget allows.
+func HeapLimit(inFlight int64) int64 { return inFlight/2 + HeapOverhead }
+
+// MessageSlot is the share of a queue one message is counted at, at least:
+// librdkafka counts a queued message by its key and value alone, but keeps
+// some 400 bytes of its own for each, so a queue of small records bounded by
+// bytes alone would hold a third more than its share. The queues are also
+// bounded by count, their bytes over MessageSlot.
+const MessageSlot = 2 << 10
+
+// MinFetch is the smallest fetch.max.bytes librdkafka takes: its consumer's
+// message.max.bytes (1,000,000 by default), rounded up to a MiB.
+const MinFetch = 1 << 20
+
+// Split divides inFlight. brokers is the number of brokers of the cluster:
+// the most brokers the partitions of any assignment can be led by, each of
+// which the consumer fetches from at once, so the fetch share is divided among
+// them (MinFetch at least). maxUploads caps the uploads at once. largestOutput
+// is the largest record the producer may be given (the largest of the slim,
+// retry and dead-letter topics' limits): the produce queue always holds one.
+func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
+	quarter := inFlight / 4
+	return Plan{
+		InFlight:         inFlight,
+		PrefetchQueue:    quarter / 2,
+		PrefetchMessages: int(quarter / 2 / MessageSlot),
+		Fetch:            max(MinFetch, quarter/2/int64(max(1, brokers))),
+		Batch:            quarter,
+		Uploads:          quarter,
+		MaxUploads:       max(1, maxUploads),
+		ProduceQueue:     max(quarter, 2*int64(largestOutput)),
+		ProduceMessages:  int(quarter / MessageSlot),
+		Heap:             HeapLimit(inFlight),
+	}
+}

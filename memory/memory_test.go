@@ -1,0 +1,60 @@
+package memory
+
+import "testing"
+
+const mib = 1 << 20
+
+// TestSplitGivesEachPlaceAQuarter: the default budget's shares, and what they
+// add up to: the consumer's prefetch (its queue, overshot by one fetch
+// response per broker), the batch, the uploads and the produce queue stay
+// within the budget.
+func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
+	p := Split(256*mib, 1, 16, 1_000_000)
+	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: 32 * mib, Batch: 64 * mib,
+		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768, Heap: 160 * mib}
+	if p != want {
+		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
+	}
+	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight {
+		t.Fatalf("the shares add up to %d, want the budget %d", total, p.InFlight)
+	}
+}
+
+// TestSplitDividesTheFetchAmongBrokers: a consumer fetches from every broker
+// leading one of its partitions at once, so the fetch share is divided among
+// the cluster's brokers and the prefetch stays within its quarter however the
+// partitions are spread; librdkafka's floor (MinFetch) wins over the division.
+func TestSplitDividesTheFetchAmongBrokers(t *testing.T) {
+	for _, c := range []struct {
+		budget    int64
+		brokers   int
+		wantFetch int64
+	}{
+		{256 * mib, 1, 32 * mib},
+		{256 * mib, 3, 32 * mib / 3},
+		{256 * mib, 0, 32 * mib}, // no broker seen: as one
+		{256 * mib, 64, MinFetch},
+		{16 * mib, 1, 2 * mib},
+		{16 * mib, 5, MinFetch},
+	} {
+		p := Split(c.budget, c.brokers, 8, 1_000_000)
+		if p.Fetch != c.wantFetch {
+			t.Errorf("Split(%d MiB, %d brokers).Fetch = %d, want %d", c.budget/mib, c.brokers, p.Fetch, c.wantFetch)
+		}
+		if prefetch := p.PrefetchQueue + p.Fetch*int64(max(1, c.brokers)); p.Fetch > MinFetch && prefetch > c.budget/4 {
+			t.Errorf("Split(%d MiB, %d brokers): prefetch %d over its quarter %d", c.budget/mib, c.brokers, prefetch, c.budget/4)
+		}
+	}
+}
+
+// TestSplitProduceQueueHoldsTheLargestRecord: a produce queue smaller than a
+// record would refuse it for good (librdkafka's queue full), so it holds two
+// of the largest the topics take, even above its quarter.
+func TestSplitProduceQueueHoldsTheLargestRecord(t *testing.T) {
+	if p := Split(16*mib, 1, 4, 8*mib); p.ProduceQueue != 16*mib {
+		t.Fatalf("ProduceQueue = %d, want two 8 MiB records", p.ProduceQueue)
+	}
+	if p := Split(16*mib, 1, 0, 1_000_000); p.ProduceQueue != 4*mib || p.MaxUploads != 1 {
+		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 4 MiB quarter and at least 1 upload", p.ProduceQueue, p.MaxUploads)
+	}
+}
