@@ -475,22 +475,28 @@ func committedTotal(b testing.TB, admin *kafka.AdminClient, group, topic string)
 }
 
 // peakRSS reads a process's high-water resident set size from /proc.
-func peakRSS(b testing.TB, pid int) int64 {
+func peakRSS(b testing.TB, pid int) int64 { return statusBytes(b, pid, "VmHWM") }
+
+// residentBytes reads a process's resident memory (VmRSS) from /proc.
+func residentBytes(b testing.TB, pid int) int64 { return statusBytes(b, pid, "VmRSS") }
+
+// statusBytes reads a figure in kB of /proc/PID/status, in bytes.
+func statusBytes(b testing.TB, pid int, field string) int64 {
 	b.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				b.Fatalf("VmHWM: %q", line)
+				b.Fatalf("%s: %q", field, line)
 			}
 			return kb << 10
 		}
 	}
-	b.Fatal("no VmHWM in /proc status")
+	b.Fatalf("no %s in /proc status", field)
 	return 0
 }
 

@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// TestARecordLargerThanTheBudgetPassesAlone: with the smallest memory budget
+// (memory.in_flight: 16MiB), a 24 MiB record between small ones goes
+// through, offloaded with its SHA-256 intact and every record once, and once
+// it has passed the instance's resident memory comes back to within the
+// budget of where it stood before it: its copies (the fetch response, the Go
+// value, the upload) are not kept. 40 MB of small records before it and after
+// it bring the Go heap to the limit it is collected at (memory.HeapLimit), so
+// that the figure before is the steady state and the record's garbage is
+// collected after.
+func TestARecordLargerThanTheBudgetPassesAlone(t *testing.T) {
+	const budget, big = 16 << 20, 24 << 20
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": fmt.Sprint(40 << 20)})
+	createTopic(t, slim, 1, nil)
+	root := t.TempDir()
+	group := uniqueName(t, "g")
+	cfg := pipelineFile(t, "budget", raw, slim, group, fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root),
+		fmt.Sprintf("    memory: {in_flight: %d}\n", budget))
+	small := func(from, n int) []sourceRecord {
+		var recs []sourceRecord
+		for i := range n {
+			recs = append(recs, sourceRecord{key: fmt.Appendf(nil, "%d", from+i), value: bytes.Repeat([]byte{byte(i)}, 2000)})
+		}
+		return recs
+	}
+	d := startDaemon(t, cfg)
+	admin := newAdmin(t)
+	waitCommitted := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for committedTotal(t, admin, group, raw) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d records committed after 2 minutes:\n%s", n, d.output())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	produceRecords(t, raw, small(0, 20_000))
+	waitCommitted(20_000)
+	before := residentBytes(t, d.cmd.Process.Pid)
+
+	value := make([]byte, big)
+	rng := rand.NewChaCha8([32]byte{21})
+	rng.Read(value)
+	produceLarge(t, raw, []byte("20000"), value)
+	produceRecords(t, raw, small(20_001, 20_000))
+	waitCommitted(40_001)
+	if peak := peakRSS(t, d.cmd.Process.Pid); peak < before+big {
+		t.Fatalf("peak RSS %d MiB is not a 24 MiB record above the %d MiB before it: the measure cannot see the record", peak>>20, before>>20)
+	}
+	// Go returns freed heap to the system in the background: wait for the
+	// resident figure (state, not time), up to a deadline.
+	var after int64
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if after = residentBytes(t, d.cmd.Process.Pid); after <= before+budget {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resident memory %d MiB a minute after the large record passed, over %d MiB before it plus the %d MiB budget", after>>20, before>>20, budget>>20)
+		}
+	}
+	t.Logf("resident memory: %d MiB before the large record, %d MiB peak, %d MiB after", before>>20, peakRSS(t, d.cmd.Process.Pid)>>20, after>>20)
+
+	got := consumeAll(t, slim, 40_001, time.Minute)
+	fs := openFS(t, root)
+	var sawBig bool
+	assertEachOnce(t, got, 40_001, func(i int, m *kafka.Message) {
+		if i == 20_000 {
+			sawBig = true
+			if v := resolve(t, fs, m); sha256.Sum256(v) != sha256.Sum256(value) {
+				t.Errorf("the large record resolves to %d bytes that differ from the %d produced", len(v), len(value))
+			}
+		}
+	})
+	if !sawBig {
+		t.Fatal("the large record is not on the slim topic")
+	}
+	if code := d.stop(t, time.Minute); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, d.output())
+	}
+}
+
+// produceLarge writes one record of any size the topic takes.
+func produceLarge(t *testing.T, topic string, key, value []byte) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.idempotence": true, "message.max.bytes": 48 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	delivery := make(chan kafka.Event, 1)
+	if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: key, Value: value}, delivery); err != nil {
+		t.Fatal(err)
+	}
+	if m := (<-delivery).(*kafka.Message); m.TopicPartition.Error != nil {
+		t.Fatalf("producing %d bytes to %s: %v", len(value), topic, m.TopicPartition.Error)
+	}
+}
