@@ -14,13 +14,13 @@ import (
 
 // BenchmarkStoreBandwidth compares the pipeline offloading 400 records of
 // 1 MiB to a store with a plain loop that writes the same bytes to the same
-// store at the pipeline's upload concurrency (8): the azblob SDK's
+// store at the pipeline's upload concurrency (memory.max_uploads, 16): the azblob SDK's
 // UploadBuffer against Azurite, os.WriteFile and fsync against a directory.
 // The pipeline's time runs from its assignment to its last commit, so it also
 // reads and produces through Kafka. Issue 21's target is 0.9 of the plain
 // loop. Run with make bench.
 func BenchmarkStoreBandwidth(b *testing.B) {
-	const n, size, workers = 400, 1 << 20, 8
+	const n, size, workers = 400, 1 << 20, 16
 	mb := float64(n*size) / 1e6
 	for range b.N {
 		for _, store := range []string{"filesystem", "azblob"} {
