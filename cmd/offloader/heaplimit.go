@@ -5,9 +5,9 @@ import (
 	"runtime/debug"
 )
 
-// collectAtHeapLimit makes Go's collector run when the heap reaches limit
-// (memory.HeapLimit of the pipeline's budget) rather than each time it has
-// doubled (GOGC=100). offloader's live data is a few MB while records flow
+// collectAtHeapLimit makes Go's collector run (in run and migrate) when the
+// heap reaches limit (memory.HeapLimit of the pipeline's budget) rather than
+// each time it has doubled (GOGC=100). offloader's live data is a few MB while records flow
 // through at hundreds of MB/s, so by default it would collect hundreds of
 // times a second, which cost the 1 KiB benchmark more CPU than its Kafka
 // transactions (docs/benchmarks.md); and the garbage of records already

@@ -344,6 +344,7 @@ func (e *Engine) pollOnce() error {
 		e.opts.Throttle(e.work, rec)
 	}
 	e.batch.note(rec)
+	e.pause.read(rec)
 	e.admit(rec)
 	e.countIn(rec)
 	return nil
@@ -404,8 +405,17 @@ func (e *Engine) admit(rec *pipeline.Record) {
 
 func (e *Engine) batchDue() bool {
 	c := e.opts.Commit
-	return e.batch.len > 0 && (e.batch.len >= c.MaxRecords || e.batch.bytes >= c.MaxBytes ||
-		e.now.Sub(e.batch.start) >= c.Interval)
+	switch {
+	case e.batch.len == 0:
+		return false
+	case e.batch.bytes >= c.MaxBytes:
+		return true // the memory bound holds even while awaiting the record below
+	case e.pause.failed != nil:
+		// A batch read again after a store outage waits for the record the
+		// store failed on (another partition's records may come first).
+		return false
+	}
+	return e.batch.len >= c.MaxRecords || e.now.Sub(e.batch.start) >= c.Interval
 }
 
 // reachedEnd reports whether a bounded run is done: partitions are

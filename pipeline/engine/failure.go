@@ -186,6 +186,9 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 		return nil
 	case dlt.Pause:
 		e.paused(err, d)
+		if re != nil {
+			e.pause.awaitFailed(re.Record)
+		}
 		if err := e.rewind(nil); err != nil {
 			return err
 		}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
@@ -315,5 +318,43 @@ func TestShutdownCommitsTheBatchInHand(t *testing.T) {
 	h.exactlyOnce(map[Partition]int{p0: 30})
 	if h.ses.commits != 1 {
 		t.Errorf("%d commits, want the one at shutdown", h.ses.commits)
+	}
+}
+
+// TestAStoreOutageHoldsEveryPartitionUntilTheFailedRecordPasses: after a
+// store outage the batch is read again, and another partition's records may
+// come before the one the store failed on (librdkafka fetches a partition up
+// to fetch.max.bytes). That batch is not committed on its own: nothing moves
+// while the store is down, and the pause ends once, when the failed record
+// passes.
+func TestAStoreOutageHoldsEveryPartitionUntilTheFailedRecordPasses(t *testing.T) {
+	outage := func(int) error {
+		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
+	}
+	f := &failing{key: "key-5", times: 3, err: outage}
+	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, 20, p0, p1)
+	h.src.lag = map[Partition]int{p0: 30}
+	core, logs := observer.New(zapcore.InfoLevel)
+	h.opts.Logger = zap.New(core)
+	var committedP1 []int64
+	f.on = func(int) { committedP1 = append(committedP1, h.b.committedAt(p1)) }
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+	if len(committedP1) != 4 {
+		t.Fatalf("key-5 was tried %d times, want 4", len(committedP1))
+	}
+	// The first attempt may run while the batch before commits; from the
+	// second on, the outage holds everything.
+	for i, c := range committedP1[2:] {
+		if c != committedP1[1] {
+			t.Errorf("raw[1]'s committed offset went from %d to %d during the outage (attempt %d)", committedP1[1], c, i+3)
+		}
+	}
+	for _, msg := range []string{"pipeline paused", "pipeline resumed"} {
+		if n := logs.FilterMessageSnippet(msg).Len(); n != 1 {
+			t.Errorf("%q logged %d times, want once", msg, n)
+		}
 	}
 }

@@ -94,6 +94,9 @@ type source struct {
 	// frozen: an idle Poll leaves the clock where it is (no batch comes due
 	// by time alone).
 	frozen bool
+	// lag is how many Polls a partition hands out nothing after a Seek (its
+	// fetch comes after the others'), and lagging what is left of it.
+	lag, lagging map[Partition]int
 }
 
 func (s *source) Subscribe(topics []string, rb Rebalancer) error {
@@ -143,6 +146,10 @@ func (s *source) Poll(timeout time.Duration) (*pipeline.Record, error) {
 		if s.paused[p] {
 			continue
 		}
+		if s.lagging[p] > 0 {
+			s.lagging[p]--
+			continue
+		}
 		log := s.b.log(p)
 		if at := s.pos[p]; at < int64(len(log)) {
 			s.pos[p] = at + 1
@@ -176,6 +183,12 @@ func (s *source) Seek(offsets []Offset) error {
 		if _, ok := s.pos[o.Partition]; ok {
 			s.pos[o.Partition] = o.Offset
 			s.sought[o.Partition] = true
+			if n := s.lag[o.Partition]; n > 0 {
+				if s.lagging == nil {
+					s.lagging = map[Partition]int{}
+				}
+				s.lagging[o.Partition] = n
+			}
 		}
 	}
 	return nil

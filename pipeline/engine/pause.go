@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +19,36 @@ type pause struct {
 	outages int // consecutive batches paused
 	since   time.Time
 	reason  string
+	// failed is the record the store failed on, until the batch read again
+	// holds it: the batch is not due before that (but for commit.max_bytes,
+	// the memory bound), so that a batch of other records only (another
+	// partition's, fetched first) neither moves on while the store is down
+	// nor counts as the store answering.
+	failed *Offset
+}
+
+// awaitFailed keeps the batches read again after a store outage from being
+// due until they hold the record the store failed on.
+func (p *pause) awaitFailed(rec *pipeline.Record) {
+	if rec != nil {
+		at := offsetOf(rec)
+		p.failed = &at
+	}
+}
+
+// read notes a record read: the one the store failed on, or one after it,
+// ends the wait.
+func (p *pause) read(rec *pipeline.Record) {
+	if f := p.failed; f != nil && f.Partition.Partition == rec.Partition && f.Topic == rec.Topic && rec.Offset >= f.Offset {
+		p.failed = nil
+	}
+}
+
+// revoked ends the wait when the failed record's partition goes.
+func (p *pause) revoked(parts []Partition) {
+	if p.failed != nil && slices.Contains(parts, p.failed.Partition) {
+		p.failed = nil
+	}
 }
 
 // paused records one more batch paused on err. The first is logged and shown
@@ -38,9 +69,10 @@ func (e *Engine) paused(err error, d dlt.Decision) {
 		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", d.Delay))
 }
 
-// resumed ends a pause once a batch goes to commit again.
+// resumed ends a pause once a batch that holds the record the store failed
+// on goes to commit.
 func (e *Engine) resumed() {
-	if e.pause.outages == 0 {
+	if e.pause.outages == 0 || e.pause.failed != nil {
 		return
 	}
 	e.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)),

@@ -50,6 +50,7 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 		delete(e.atEnd, p)
 	}
 	e.forgetPartitions(parts)
+	e.pause.revoked(parts)
 	e.m.SetReady(len(e.assigned) > 0)
 	e.publish()
 	return nil
