@@ -137,7 +137,7 @@ func consumerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	if plan.Fetch > 0 {
 		fetch := plan.Fetch
 		if r, err := strconv.ParseInt(p.Kafka.Consumer["receive.message.max.bytes"], 10, 64); err == nil {
-			fetch = max(memory.MinFetch, min(fetch, r-512))
+			fetch = min(fetch, r-512)
 		}
 		budget["queued.max.messages.kbytes"] = int(plan.PrefetchQueue >> 10)
 		budget["queued.min.messages"] = plan.PrefetchMessages
