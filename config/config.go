@@ -63,7 +63,7 @@ type Pipeline struct {
 // (queued.max.messages.kbytes, fetch.max.bytes, max.partition.fetch.bytes,
 // queue.buffering.max.kbytes) win over the figures derived from it.
 type Memory struct {
-	// InFlight is the budget, 16MiB at least: the most the instance holds
+	// InFlight is the budget, 16MiB to 4GiB: the most the instance holds
 	// for records in flight (peak RSS is a fixed overhead plus it).
 	InFlight settings.Size `key:"in_flight"`
 	// MaxUploads caps the uploads at once; below it, as many run as the

@@ -137,6 +137,27 @@ func TestNumbersOutOfRangeAreNotWrapped(t *testing.T) {
 	}
 }
 
+// TestTheMemoryBudgetIsBounded: a budget too small to hold a fetch, or so
+// large that librdkafka's ranges refuse the sizes derived from it, is refused
+// at its path, and so is an upload cap of 0.
+func TestTheMemoryBudgetIsBounded(t *testing.T) {
+	for _, c := range []struct{ memory, want string }{
+		{"{in_flight: 1MiB}", "pipelines.orders.memory.in_flight: must be between 16MiB and 4GiB, got 1MiB"},
+		{"{in_flight: 1024GiB}", "pipelines.orders.memory.in_flight: must be between 16MiB and 4GiB, got 1024GiB"},
+		{"{max_uploads: 0}", "pipelines.orders.memory.max_uploads: must be between 1 and 1024, got 0"},
+	} {
+		body := strings.Replace(minimal, "    slim_topic: orders.slim\n", "    slim_topic: orders.slim\n    memory: "+c.memory+"\n", 1)
+		text := problemText(t, func() error { _, err := config.Load(writeFile(t, body), config.Options{}); return err }())
+		if !strings.Contains(text, c.want) {
+			t.Errorf("memory: %s reports %q, want %q", c.memory, text, c.want)
+		}
+	}
+	body := strings.Replace(minimal, "    slim_topic: orders.slim\n", "    slim_topic: orders.slim\n    memory: {in_flight: 4GiB, max_uploads: 64}\n", 1)
+	if _, err := config.Load(writeFile(t, body), config.Options{}); err != nil {
+		t.Errorf("memory: {in_flight: 4GiB, max_uploads: 64}: %v", err)
+	}
+}
+
 // TestOverridesAreTakenLiterally: an OFFLOADER_ override is not expanded
 // again, so a password containing "${" stays what it is.
 func TestOverridesAreTakenLiterally(t *testing.T) {

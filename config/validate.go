@@ -68,8 +68,10 @@ func (p *Pipeline) validate(path string, problems *settings.Problems) {
 	if p.Commit.Interval < time.Millisecond {
 		problems.Add(path+".commit.interval", "must be at least 1ms, got %s", p.Commit.Interval)
 	}
-	if p.Memory.InFlight < 16*settings.MiB {
-		problems.Add(path+".memory.in_flight", "must be at least 16MiB, got %s", p.Memory.InFlight)
+	if p.Memory.InFlight < 16*settings.MiB || p.Memory.InFlight > 4*settings.GiB {
+		// Above 4GiB, the derived librdkafka sizes leave its ranges
+		// (fetch.message.max.bytes: 1000000000 at most).
+		problems.Add(path+".memory.in_flight", "must be between 16MiB and 4GiB, got %s", p.Memory.InFlight)
 	}
 	if p.Memory.MaxUploads < 1 || p.Memory.MaxUploads > 1024 {
 		problems.Add(path+".memory.max_uploads", "must be between 1 and 1024, got %d", p.Memory.MaxUploads)
