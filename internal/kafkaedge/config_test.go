@@ -33,16 +33,22 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 			t.Errorf("%s = %s, want %s", c.name, got, c.want)
 		}
 	}
-	for side, cm := range map[string]*kafka.ConfigMap{"consumer": consumer, "producer": producer} {
-		props := map[string]string{}
-		for k, v := range *cm {
-			// go.* are the Go client's own, typed: not librdkafka's.
-			if k != "bootstrap.servers" && k != "transactional.id" && !strings.HasPrefix(k, "go.") {
-				props[k] = fmt.Sprint(v)
+	// librdkafka takes what every budget the configuration allows derives.
+	for _, inFlight := range []int64{16 << 20, 256 << 20, 4 << 30} {
+		for _, brokers := range []int{1, 5} {
+			plan := memory.Split(inFlight, brokers, 1024, 8<<20)
+			for side, cm := range map[string]*kafka.ConfigMap{"consumer": consumerConfig(p, plan), "producer": producerConfig(p, plan)} {
+				props := map[string]string{}
+				for k, v := range *cm {
+					// go.* are the Go client's own, typed: not librdkafka's.
+					if k != "bootstrap.servers" && k != "transactional.id" && !strings.HasPrefix(k, "go.") {
+						props[k] = fmt.Sprint(v)
+					}
+				}
+				if msg := tryClient(side, props); msg != "" {
+					t.Errorf("librdkafka refuses the %s's properties for a budget of %d MiB and %d brokers: %s", side, inFlight>>20, brokers, msg)
+				}
 			}
-		}
-		if msg := tryClient(side, props); msg != "" {
-			t.Errorf("librdkafka refuses the %s's budget properties: %s", side, msg)
 		}
 	}
 
