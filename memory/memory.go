@@ -43,8 +43,6 @@ type Plan struct {
 	// ProduceMessages queue.buffering.max.messages.
 	ProduceQueue    int64
 	ProduceMessages int
-	// Heap is where Go's collector runs (see HeapLimit).
-	Heap int64
 }
 
 // HeapOverhead is what the Go heap holds besides records: the clients of
@@ -87,6 +85,5 @@ func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 		MaxUploads:       max(1, maxUploads),
 		ProduceQueue:     max(quarter, 2*int64(largestOutput)),
 		ProduceMessages:  int(quarter / MessageSlot),
-		Heap:             HeapLimit(inFlight),
 	}
 }

@@ -11,9 +11,12 @@ const mib = 1 << 20
 func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	p := Split(256*mib, 1, 16, 1_000_000)
 	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: 32 * mib, Batch: 64 * mib,
-		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768, Heap: 160 * mib}
+		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768}
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
+	}
+	if h := HeapLimit(p.InFlight); h != 160*mib {
+		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
 	}
 	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight {
 		t.Fatalf("the shares add up to %d, want the budget %d", total, p.InFlight)
