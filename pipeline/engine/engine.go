@@ -344,7 +344,6 @@ func (e *Engine) pollOnce() error {
 		e.opts.Throttle(e.work, rec)
 	}
 	e.batch.note(rec)
-	e.pause.read(rec)
 	e.admit(rec)
 	e.countIn(rec)
 	return nil
@@ -388,6 +387,9 @@ func (e *Engine) markReread(parts []Partition) {
 // dead-lettered under its own coordinates).
 func (e *Engine) admit(rec *pipeline.Record) {
 	admitted, stripped, err := e.intake.Admit(rec)
+	// Under the coordinates the batch knows it by (a retry record's
+	// original ones), as the failure that made the pipeline pause names it.
+	e.pause.read(admitted)
 	if stripped > 0 {
 		e.m.ReservedHeaders.Add(float64(stripped))
 		if !e.warnedReserved {
@@ -410,7 +412,7 @@ func (e *Engine) batchDue() bool {
 		return false
 	case e.batch.bytes >= c.MaxBytes:
 		return true // the memory bound holds even while awaiting the record below
-	case e.pause.failed != nil:
+	case e.pause.failed != nil && e.now.Sub(e.batch.start) < awaitFailedFor:
 		// A batch read again after a store outage waits for the record the
 		// store failed on (another partition's records may come first).
 		return false

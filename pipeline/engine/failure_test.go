@@ -358,3 +358,55 @@ func TestAStoreOutageHoldsEveryPartitionUntilTheFailedRecordPasses(t *testing.T)
 		}
 	}
 }
+
+// TestAStoreOutageOnARetryRecordEndsWhenTheStoreAnswers: a retry record
+// enters the batch under its original coordinates; the record the pause
+// waits for is matched under the same ones, so once the store answers the
+// batch read again commits (and is not held for good).
+func TestAStoreOutageOnARetryRecordEndsWhenTheStoreAnswers(t *testing.T) {
+	f := &failing{key: "key-3", times: 3, err: func(attempt int) error {
+		if attempt == 1 {
+			return poison(attempt) // to the retry topic
+		}
+		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
+	}}
+	rules := dlt.Rules{Tiers: []dlt.Tier{{Topic: retry1.Topic, Delay: time.Second}}, DeadLetterTopic: dead.Topic}
+	h := newHarness(t, rules, pipeline.Chain{f}, p0, retry1)
+	h.b.write(p0, 20)
+	if _, err := h.run(func() bool { return len(h.b.log(Partition{slim, 0})) == 20 }); err != nil {
+		t.Fatal(err)
+	}
+	if v := values(h.b.log(Partition{slim, 0})); len(v) != 20 || v["raw[0]-3"] != 1 {
+		t.Errorf("slim topic holds %d distinct values (raw[0]-3 %d times), want all 20 once", len(v), v["raw[0]-3"])
+	}
+	if f.seen != 4 {
+		t.Errorf("key-3 was tried %d times, want 4 (poison, two outages, success)", f.seen)
+	}
+}
+
+// TestTheWaitForTheFailedRecordIsBounded: when the record the store failed
+// on does not come back (here its partition hands out nothing for a long
+// while), the batch read again goes by its usual bounds after awaitFailedFor
+// rather than standing still for good; the pause lasts until the record
+// itself passes.
+func TestTheWaitForTheFailedRecordIsBounded(t *testing.T) {
+	outage := func(int) error {
+		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
+	}
+	f := &failing{key: "key-5", times: 1, err: outage}
+	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, 20, p0, p1)
+	h.src.lag = map[Partition]int{p0: 200_000} // idle polls of 1 ms: over a minute
+	var committedP1 int64
+	f.on = func(attempt int) {
+		if attempt == 2 {
+			committedP1 = h.b.committedAt(p1)
+		}
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+	if committedP1 != 20 {
+		t.Errorf("raw[1] had committed up to %d when raw[0]'s record came back, want all 20: its batch should not wait for good", committedP1)
+	}
+}

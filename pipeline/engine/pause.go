@@ -27,6 +27,11 @@ type pause struct {
 	failed *Offset
 }
 
+// awaitFailedFor bounds the wait for the record the store failed on: it may
+// never come back (retention deleted it meanwhile), and then the batch goes
+// by its usual bounds rather than standing still for good.
+const awaitFailedFor = time.Minute
+
 // awaitFailed keeps the batches read again after a store outage from being
 // due until they hold the record the store failed on.
 func (p *pause) awaitFailed(rec *pipeline.Record) {
@@ -36,8 +41,9 @@ func (p *pause) awaitFailed(rec *pipeline.Record) {
 	}
 }
 
-// read notes a record read: the one the store failed on, or one after it,
-// ends the wait.
+// read notes a record admitted to the batch: the one the store failed on,
+// or one after it, ends the wait. rec carries the coordinates the batch
+// knows it by (a retry record's original ones), as the failure does.
 func (p *pause) read(rec *pipeline.Record) {
 	if f := p.failed; f != nil && f.Partition.Partition == rec.Partition && f.Topic == rec.Topic && rec.Offset >= f.Offset {
 		p.failed = nil
