@@ -5,6 +5,10 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/settings"
+	"go.uber.org/zap"
 )
 
 // TestCollectAtHeapLimit: with neither GOGC nor GOMEMLIMIT set, the collector
@@ -20,7 +24,8 @@ func TestCollectAtHeapLimit(t *testing.T) {
 	limit := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetGCPercent(gogc); debug.SetMemoryLimit(limit) })
 
-	if !collectAtHeapLimit(160 << 20) {
+	budget := &config.Pipeline{Memory: config.Memory{InFlight: 256 * settings.MiB}} // heap limit 160 MiB
+	if !collectAtHeapLimit(budget, zap.NewNop()) {
 		t.Fatal("collectAtHeapLimit set nothing with GOGC and GOMEMLIMIT unset")
 	}
 	if got := debug.SetGCPercent(100); got != -1 {
@@ -36,7 +41,7 @@ func TestCollectAtHeapLimit(t *testing.T) {
 	for _, v := range []string{"GOGC", "GOMEMLIMIT"} {
 		t.Run(v, func(t *testing.T) {
 			t.Setenv(v, "200")
-			if collectAtHeapLimit(160 << 20) {
+			if collectAtHeapLimit(budget, zap.NewNop()) {
 				t.Fatalf("collectAtHeapLimit overrode the operator's %s", v)
 			}
 			if got := debug.SetMemoryLimit(-1); got != limit {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
-	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -141,7 +140,7 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 				o.started, o.committed = bar.start, bar.add
 				defer bar.finish()
 			}
-			collectAtHeapLimit(memory.HeapLimit(int64(p.Memory.InFlight))) // as run
+			collectAtHeapLimit(p, logger)
 			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
 			if err != nil {
 				logger.Error("migration failed", zap.Error(err))

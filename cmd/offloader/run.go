@@ -19,7 +19,6 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafkaedge"
-	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -113,10 +112,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 			defer logger.Sync()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if heap := memory.HeapLimit(int64(p.Memory.InFlight)); collectAtHeapLimit(heap) {
-				logger.Info("garbage collector: collects when the heap reaches the memory budget's heap share (GOGC=off, GOMEMLIMIT at it); set GOGC or GOMEMLIMIT to choose otherwise",
-					zap.String("heap_limit", settings.Size(heap).String()))
-			}
+			collectAtHeapLimit(p, logger)
 			stopWatch := exitIfStuck(ctx, shutdownTimeout+shutdownGrace, func() {
 				logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
 					zap.Duration("after", shutdownTimeout+shutdownGrace))
@@ -259,11 +255,12 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	}
 
 	plan := topology.Memory(p)
+	batchBytes := min(plan.Batch, int64(p.Commit.MaxBytes))
 	logger.Info("memory budget (memory.in_flight) split",
 		zap.String("in_flight", settings.Size(plan.InFlight).String()),
 		zap.String("prefetch_queue", settings.Size(plan.PrefetchQueue).String()),
 		zap.String("fetch_per_broker", settings.Size(plan.Fetch).String()),
-		zap.String("batch", settings.Size(min(plan.Batch, int64(p.Commit.MaxBytes))).String()),
+		zap.String("batch", settings.Size(batchBytes).String()),
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
@@ -297,7 +294,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		SourceTopics:       p.Source.Topics,
 		SlimTopic:          p.SlimTopic,
 		PreservePartitions: p.Partitioning == config.PartitioningPreserve,
-		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(min(plan.Batch, int64(p.Commit.MaxBytes)))},
+		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(batchBytes)},
 		Chain:              chain,
 		StepNames:          stepNames,
 		Workers:            pipeline.Workers{Max: plan.MaxUploads, Bytes: plan.Uploads},
