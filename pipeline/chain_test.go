@@ -454,7 +454,8 @@ func TestBatchBoundsTheBytesOnWorkers(t *testing.T) {
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if p := peak.Load(); p != 9_000 {
-		t.Fatalf("peak bytes on workers %d, want 9000 (three of 3000 within the 10000 bound, with 16 workers)", p)
+	// Three of 3,000 fit within the 10,000 bound; 16 workers could hold 16.
+	if p := peak.Load(); p > 9_000 || p < 6_000 {
+		t.Fatalf("peak bytes on workers %d, want at most 9000 (the bound) and records side by side", p)
 	}
 }
