@@ -21,18 +21,18 @@ type Metrics struct {
 	RecordsIn prometheus.Counter
 	// RecordsReread counts records consumed again after a rewind or a
 	// rebalance dropped their batch (RecordsIn counts each record once).
-	RecordsReread  prometheus.Counter
-	RecordsOut     prometheus.Counter
-	RecordsDropped prometheus.Counter
-	Offloaded      prometheus.Counter
-	OffloadedBytes prometheus.Counter
-	Passthrough    prometheus.Counter
-	Retried        prometheus.Counter
-	StoreLatency   *prometheus.HistogramVec
-	TxnCommits     prometheus.Counter
-	TxnAborts      prometheus.Counter
-	StuckProducers prometheus.Counter
-	DeadLettered   *prometheus.CounterVec // by failure class
+	RecordsReread     prometheus.Counter
+	RecordsOut        prometheus.Counter
+	RecordsDropped    prometheus.Counter
+	Offloaded         prometheus.Counter
+	OffloadedBytes    prometheus.Counter
+	Passthrough       prometheus.Counter
+	Retried           prometheus.Counter
+	StoreLatency      *prometheus.HistogramVec
+	TxnCommits        prometheus.Counter
+	TxnAborts         prometheus.Counter
+	ReplacedProducers prometheus.Counter
+	DeadLettered      *prometheus.CounterVec // by failure class
 	// ReservedHeaders counts retry headers (__offloader.retry.*) found on
 	// source records and removed: only retry topics may carry them.
 	ReservedHeaders prometheus.Counter
@@ -62,20 +62,20 @@ func NewMetrics(pipeline string) *Metrics {
 		return c
 	}
 	m := &Metrics{
-		pipeline:        pipeline,
-		Registry:        reg,
-		RecordsIn:       f("records_in_total", "Records consumed from the source and retry topics, each once: a record read again after a rewind counts in records_reread_total instead."),
-		RecordsReread:   f("records_reread_total", "Records consumed again after a rewind (an aborted transaction, a pause, a blocking retry) or a rebalance dropped their batch."),
-		RecordsOut:      f("records_out_total", "Records produced in committed transactions (to the slim topic, or a retry or dead-letter topic)."),
-		RecordsDropped:  f("records_dropped_total", "Records the chain filtered out (their offsets are committed)."),
-		Offloaded:       f("offloaded_records_total", "Records whose value went to a payload store."),
-		OffloadedBytes:  f("offloaded_bytes_total", "Value bytes moved to a payload store."),
-		Passthrough:     f("passthrough_records_total", "Records produced with their value inline."),
-		Retried:         f("retried_records_total", "Records sent to a retry topic (in the transaction that commits their offsets)."),
-		TxnCommits:      f("transactions_committed_total", "Kafka transactions committed."),
-		TxnAborts:       f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
-		StuckProducers:  f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout (its open transaction aborted, its batch was reprocessed)."),
-		ReservedHeaders: f("reserved_headers_stripped_total", "Retry headers (__offloader.retry.*) on source records, ignored and removed: only the pipeline's retry topics may carry them."),
+		pipeline:          pipeline,
+		Registry:          reg,
+		RecordsIn:         f("records_in_total", "Records consumed from the source and retry topics, each once: a record read again after a rewind counts in records_reread_total instead."),
+		RecordsReread:     f("records_reread_total", "Records consumed again after a rewind (an aborted transaction, a pause, a blocking retry) or a rebalance dropped their batch."),
+		RecordsOut:        f("records_out_total", "Records produced in committed transactions (to the slim topic, or a retry or dead-letter topic)."),
+		RecordsDropped:    f("records_dropped_total", "Records the chain filtered out (their offsets are committed)."),
+		Offloaded:         f("offloaded_records_total", "Records whose value went to a payload store."),
+		OffloadedBytes:    f("offloaded_bytes_total", "Value bytes moved to a payload store."),
+		Passthrough:       f("passthrough_records_total", "Records produced with their value inline."),
+		Retried:           f("retried_records_total", "Records sent to a retry topic (in the transaction that commits their offsets)."),
+		TxnCommits:        f("transactions_committed_total", "Kafka transactions committed."),
+		TxnAborts:         f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
+		ReplacedProducers: f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout or AbortTransaction failed fatally without a fencing (its open transaction aborted, its batch was reprocessed)."),
+		ReservedHeaders:   f("reserved_headers_stripped_total", "Retry headers (__offloader.retry.*) on source records, ignored and removed: only the pipeline's retry topics may carry them."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),

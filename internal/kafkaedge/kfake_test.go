@@ -11,7 +11,9 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
@@ -92,6 +94,14 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 // the test ends, and returns its address.
 func startBroker(t *testing.T, topics ...string) string {
 	t.Helper()
+	_, bootstrap := startCluster(t, topics...)
+	return bootstrap
+}
+
+// startCluster is startBroker with the cluster, whose answers a test can
+// control.
+func startCluster(t *testing.T, topics ...string) (*kfake.Cluster, string) {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +109,7 @@ func startBroker(t *testing.T, topics ...string) string {
 	t.Cleanup(cluster.Close)
 	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
 	createTopics(t, bootstrap, topics...)
-	return bootstrap
+	return cluster, bootstrap
 }
 
 func createTopics(t *testing.T, bootstrap string, topics ...string) {
@@ -255,7 +265,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	if session.producer == old || session.stuck != nil {
 		t.Fatal("Abort after a stuck call kept the stuck producer")
 	}
-	if got := testutil.ToFloat64(m.StuckProducers); got != 1 {
+	if got := testutil.ToFloat64(m.ReplacedProducers); got != 1 {
 		t.Errorf("producers_replaced_total %v, want 1", got)
 	}
 	rec := &pipeline.Record{Value: []byte("after the replacement")}
@@ -270,5 +280,70 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	}
 	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "after the replacement" {
 		t.Errorf("slim holds %v, want the record the new producer committed", got)
+	}
+}
+
+// A broker answering EndTxn with INVALID_TXN_STATE leaves librdkafka's
+// producer fatally broken (librdkafka issue #4849, seen after a rebalance).
+// Abort then replaces the producer rather than stopping the instance: the
+// replacement's initialisation aborts the open transaction, so its record is
+// never read, and the next transaction commits.
+func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
+	cluster, bootstrap := startCluster(t, "raw", "slim")
+	p := &config.Pipeline{
+		Name: "invalidtxnstate",
+		Kafka: config.Kafka{
+			BootstrapServers: bootstrap, TransactionalID: "offloader-invalidtxnstate",
+			Consumer: map[string]string{"enable.metrics.push": "false"},
+			Producer: map[string]string{"enable.metrics.push": "false"},
+		},
+		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-invalidtxnstate"},
+		SlimTopic: "slim",
+	}
+	m := observability.NewMetrics("invalidtxnstate")
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	defer session.Close()
+	ctx := context.Background()
+	produceOne := func(value string) {
+		t.Helper()
+		if err := session.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := session.Produce(ctx, &pipeline.Record{Value: []byte(value)}, "slim", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := session.producer.Flush(10_000); err != 0 {
+			t.Fatalf("%d records still queued after 10 s", err)
+		}
+	}
+	produceOne("aborted")
+	cluster.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	})
+	old := session.producer
+	if err := session.Abort(ctx); err != nil {
+		t.Fatalf("Abort after INVALID_TXN_STATE: %v", err)
+	}
+	if old.GetFatalError() == nil {
+		t.Fatal("the broker's INVALID_TXN_STATE did not leave the producer fatally broken: the test tests nothing")
+	}
+	if session.producer == old {
+		t.Fatal("Abort kept the fatally broken producer")
+	}
+	if got := testutil.ToFloat64(m.ReplacedProducers); got != 1 {
+		t.Errorf("producers_replaced_total %v, want 1", got)
+	}
+	produceOne("committed")
+	if err := session.producer.CommitTransaction(ctx); err != nil {
+		t.Fatalf("the new producer's transaction did not commit: %v", err)
+	}
+	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
 	}
 }

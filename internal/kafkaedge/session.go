@@ -134,30 +134,42 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 	return s.txnCall(ctx, "CommitTransaction", time.Minute, s.producer.CommitTransaction)
 }
 
-// Abort aborts the open transaction, by replacing the producer if it is stuck.
+// Abort aborts the open transaction. A producer stuck in a call is replaced
+// instead, and so is one that AbortTransaction leaves fatally broken without
+// a fencing: librdkafka turns a broker's INVALID_TXN_STATE answer to EndTxn
+// into a fatal error (seen right after a rebalance; librdkafka issue #4849),
+// yet a new producer with the same transactional.id aborts the transaction as
+// well as a restart of the instance would. A fenced producer is not replaced:
+// that would fence the instance that took its place.
 func (s *Session) Abort(ctx context.Context) error {
 	if s.stuck != nil {
-		return s.replaceProducer(ctx)
+		return s.replaceStuck(ctx)
 	}
 	err := s.txnCall(ctx, "AbortTransaction", 30*time.Second, s.producer.AbortTransaction)
 	var abort *engine.AbortError
-	if errors.As(err, &abort) {
+	switch {
+	case errors.As(err, &abort):
 		if s.stuck != nil {
-			return s.replaceProducer(ctx)
+			return s.replaceStuck(ctx)
 		}
 		return fmt.Errorf("%w: aborting: %w", engine.ErrFatal, abort.Err)
+	case err != nil && !errors.Is(err, errFenced):
+		if cause := s.producer.GetFatalError(); cause != nil {
+			s.log.Error("AbortTransaction left the transactional producer in a fatal state: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(err))
+			old := s.producer
+			s.producer = nil
+			old.Close()
+			return s.replaceProducer(ctx)
+		}
 	}
 	return err
 }
 
-// replaceProducer replaces a producer stuck in a call by a new one with the
-// same transactional.id. Initialising the new one fences the stuck one and
-// aborts its open transaction, as a restart of the instance would. The stuck
-// producer is closed if its call ever returns.
-func (s *Session) replaceProducer(ctx context.Context) error {
+// replaceStuck replaces a producer stuck in a call. The stuck producer is
+// closed if its call ever returns.
+func (s *Session) replaceStuck(ctx context.Context) error {
 	stuck := s.stuck
 	s.stuck = nil
-	s.m.StuckProducers.Inc()
 	s.log.Error("transactional producer stuck: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(stuck))
 	old := s.producer
 	s.producer = nil // closed below once its call returns, never by Close
@@ -165,6 +177,14 @@ func (s *Session) replaceProducer(ctx context.Context) error {
 		<-stuck.done
 		old.Close()
 	}()
+	return s.replaceProducer(ctx)
+}
+
+// replaceProducer gives the session a new producer with the same
+// transactional.id. Initialising it fences the old one and aborts its open
+// transaction, as a restart of the instance would.
+func (s *Session) replaceProducer(ctx context.Context) error {
+	s.m.ReplacedProducers.Inc()
 	p, err := s.newProducer(ctx)
 	if err != nil {
 		return err
@@ -324,8 +344,12 @@ func (s *Session) fatalError(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
 }
 
+// errFenced marks the error of an instance fenced by another with its
+// identity.
+var errFenced = errors.New("fenced")
+
 // fenced is the error of an instance fenced by another with its identity.
 func (s *Session) fenced(what string, err error) error {
-	return fmt.Errorf("%w: %s: fenced: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
-		engine.ErrFatal, what, TransactionalID(s.p), s.p.Name, err)
+	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+		engine.ErrFatal, what, errFenced, TransactionalID(s.p), s.p.Name, err)
 }
