@@ -235,23 +235,7 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 // transactions go on with it.
 func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	bootstrap := startBroker(t, "raw", "slim")
-	p := &config.Pipeline{
-		Name: "stuck",
-		Kafka: config.Kafka{
-			BootstrapServers: bootstrap, TransactionalID: "offloader-stuck",
-			Consumer: map[string]string{"enable.metrics.push": "false"},
-			Producer: map[string]string{"enable.metrics.push": "false"},
-		},
-		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-stuck"},
-		SlimTopic: "slim",
-	}
-	m := observability.NewMetrics("stuck")
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer group.Close()
-	defer session.Close()
+	session, m := connect(t, bootstrap, "stuck")
 	old := session.producer
 	if err := session.Begin(context.Background()); err != nil {
 		t.Fatal(err)
@@ -290,23 +274,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 // never read, and the next transaction commits.
 func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 	cluster, bootstrap := startCluster(t, "raw", "slim")
-	p := &config.Pipeline{
-		Name: "invalidtxnstate",
-		Kafka: config.Kafka{
-			BootstrapServers: bootstrap, TransactionalID: "offloader-invalidtxnstate",
-			Consumer: map[string]string{"enable.metrics.push": "false"},
-			Producer: map[string]string{"enable.metrics.push": "false"},
-		},
-		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-invalidtxnstate"},
-		SlimTopic: "slim",
-	}
-	m := observability.NewMetrics("invalidtxnstate")
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer group.Close()
-	defer session.Close()
+	session, m := connect(t, bootstrap, "invalidtxnstate")
 	ctx := context.Background()
 	produceOne := func(value string) {
 		t.Helper()
@@ -346,4 +314,28 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
 		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
 	}
+}
+
+// connect connects a pipeline named name, reading raw and writing slim on the
+// broker at bootstrap, and closes it when the test ends.
+func connect(t *testing.T, bootstrap, name string) (*Session, *observability.Metrics) {
+	t.Helper()
+	p := &config.Pipeline{
+		Name: name,
+		Kafka: config.Kafka{
+			BootstrapServers: bootstrap, TransactionalID: "offloader-" + name,
+			Consumer: map[string]string{"enable.metrics.push": "false"},
+			Producer: map[string]string{"enable.metrics.push": "false"},
+		},
+		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-" + name},
+		SlimTopic: "slim",
+	}
+	m := observability.NewMetrics(name)
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { group.Close() })
+	t.Cleanup(session.Close)
+	return session, m
 }
