@@ -298,11 +298,10 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 	if err := session.Abort(ctx); err != nil {
 		t.Fatalf("Abort after INVALID_TXN_STATE: %v", err)
 	}
-	if old.GetFatalError() == nil {
-		t.Fatal("the broker's INVALID_TXN_STATE did not leave the producer fatally broken: the test tests nothing")
-	}
 	if session.producer == old {
-		t.Fatal("Abort kept the fatally broken producer")
+		// Only a fatal abort replaces it: a broker answer that librdkafka did not
+		// take as fatal fails here too.
+		t.Fatal("Abort kept the producer the broker's INVALID_TXN_STATE broke")
 	}
 	if got := testutil.ToFloat64(m.ReplacedProducers); got != 1 {
 		t.Errorf("producers_replaced_total %v, want 1", got)

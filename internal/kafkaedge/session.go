@@ -156,9 +156,10 @@ func (s *Session) Abort(ctx context.Context) error {
 	case err != nil && !errors.Is(err, errFenced):
 		if cause := s.producer.GetFatalError(); cause != nil {
 			s.log.Error("AbortTransaction left the transactional producer in a fatal state: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(err))
-			old := s.producer
+			// Closed aside: a fatal client's Close may wait on its queue, and
+			// nothing it holds can commit any more.
+			go s.producer.Close()
 			s.producer = nil
-			old.Close()
 			return s.replaceProducer(ctx)
 		}
 	}
