@@ -50,7 +50,7 @@ func TestARecordLargerThanTheBudgetPassesAlone(t *testing.T) {
 	}
 	produceRecords(t, raw, small(0, 20_000))
 	waitCommitted(20_000)
-	before := residentBytes(t, d.cmd.Process.Pid)
+	before, highBefore := residentBytes(t, d.cmd.Process.Pid), peakRSS(t, d.cmd.Process.Pid)
 
 	value := make([]byte, big)
 	rng := rand.NewChaCha8([32]byte{21})
@@ -58,8 +58,12 @@ func TestARecordLargerThanTheBudgetPassesAlone(t *testing.T) {
 	produceLarge(t, raw, []byte("20000"), value)
 	produceRecords(t, raw, small(20_001, 20_000))
 	waitCommitted(40_001)
-	if peak := peakRSS(t, d.cmd.Process.Pid); peak < before+big {
-		t.Fatalf("peak RSS %d MiB is not a 24 MiB record above the %d MiB before it: the measure cannot see the record", peak>>20, before>>20)
+	// The record raises the high-water mark, or the measure cannot see it. It
+	// need not raise it by its whole size: part of it may land in pages already
+	// resident (freed heap, malloc's free chunks), and one CI run saw 24 MiB
+	// over the resident figure before it, to the MiB.
+	if peak := peakRSS(t, d.cmd.Process.Pid); peak <= highBefore {
+		t.Fatalf("peak RSS %d MiB did not rise above the %d MiB high-water mark before the 24 MiB record: the measure cannot see the record", peak>>20, highBefore>>20)
 	}
 	// Go returns freed heap to the system in the background: wait for the
 	// resident figure (state, not time), up to a deadline.
