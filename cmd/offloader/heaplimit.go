@@ -4,10 +4,11 @@ import (
 	"os"
 	"runtime/debug"
 
+	"go.uber.org/zap"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/settings"
-	"go.uber.org/zap"
 )
 
 // collectAtHeapLimit makes Go's collector run (in run and migrate) when the

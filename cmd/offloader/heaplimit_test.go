@@ -6,9 +6,10 @@ import (
 	"runtime/metrics"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/settings"
-	"go.uber.org/zap"
 )
 
 // TestCollectAtHeapLimit: with neither GOGC nor GOMEMLIMIT set, the collector
