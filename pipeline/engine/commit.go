@@ -24,14 +24,25 @@ type pendingCommit struct {
 	// run's report once the commit succeeded; tally is what it produced.
 	settled map[Partition]int64
 	tally   tally
-	bytes   int // the batch's input
+	// records and bytes are the input it commits.
+	records, bytes int
 }
 
-// flush waits for the batch's transforms, settles the previous commit,
-// produces the batch's last outputs and hands the transaction to the committer
-// goroutine.
-func (e *Engine) flush(ctx context.Context) error {
+// flush commits the batch in hand. Unless final, it first settles the
+// commit in flight and, if some of the batch's records are still
+// transforming (uploads), commits those before them and carries them into
+// the next transaction (commitFinished). Otherwise it waits for the batch's
+// transforms, settles the previous commit, produces the batch's last outputs
+// and hands the transaction to the committer goroutine. A final flush
+// (shutdown, a cooperative revoke, an operator's pause) commits the whole
+// batch.
+func (e *Engine) flush(ctx context.Context, final bool) error {
 	collected := e.opts.Now()
+	if !final {
+		if done, err := e.commitFinished(ctx, collected); done || err != nil {
+			return err
+		}
+	}
 	transformErr := e.batch.proc.Wait()
 	transformed := e.opts.Now()
 	if aborted, err := e.settle(ctx, true); err != nil || aborted {
@@ -51,23 +62,64 @@ func (e *Engine) flush(ctx context.Context) error {
 		// skip the records whose results were not produced.
 		return e.rewind(nil)
 	}
+	if err := e.commitProduced(ctx); err != nil {
+		return err
+	}
+	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
+		ce.Write(zap.Int("records", e.pending.records), zap.Int("bytes", e.pending.bytes),
+			zap.Duration("collect", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
+			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", e.opts.Now().Sub(settled)))
+	}
+	e.batch.reset()
+	return nil
+}
+
+// commitFinished settles the commit in flight and produces what of the batch
+// has finished. If that leaves records still transforming, it hands the
+// transaction of those produced to the committer and keeps the others in
+// hand: each partition commits up to its first record still transforming,
+// and uploads go on across the commit instead of draining at every batch
+// boundary. done reports that it handed off, or that a failure rewound the
+// batch; otherwise the whole batch is to be waited for: nothing of it is
+// finished, or all of it, or a store outage is being waited out (its batch
+// commits whole, once the failed record passes).
+func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done bool, _ error) {
+	if e.pause.outages > 0 || e.pause.failed != nil || ctx.Err() != nil {
+		return false, nil
+	}
+	if aborted, err := e.settle(ctx, true); err != nil || aborted {
+		return true, err // aborted: the consumer went back, this batch was dropped
+	}
+	if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
+		return true, err // nil proc: a failure rewound the batch
+	}
+	if e.batch.handed == 0 || e.batch.proc.Remaining() == 0 {
+		return false, nil
+	}
+	began := e.batch.start
+	if err := e.commitProduced(ctx); err != nil {
+		return true, err
+	}
+	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer, its records still transforming carried over"); ce != nil {
+		ce.Write(zap.Int("records", e.pending.records), zap.Int("bytes", e.pending.bytes), zap.Int("carried", e.batch.len),
+			zap.Duration("collect", collected.Sub(began)), zap.Duration("produce_finished", e.opts.Now().Sub(collected)))
+	}
+	return true, nil
+}
+
+// commitProduced hands what the batch produced to the committer goroutine.
+func (e *Engine) commitProduced(ctx context.Context) error {
 	if err := e.begin(ctx); err != nil { // no output opened it (all dropped): offsets only
 		return e.produceFailed(ctx, err)
 	}
 	e.resumed()
-	if err := e.handOff(ctx, slices.Clone(e.batch.firsts)); err != nil {
+	if err := e.handOff(ctx); err != nil {
 		return err
 	}
 	for _, k := range e.forget {
 		delete(e.failures, k) // retried in place and done, or dead-lettered
 	}
 	e.forget = e.forget[:0]
-	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
-		ce.Write(zap.Int("records", e.batch.len), zap.Int("bytes", e.batch.bytes),
-			zap.Duration("collect", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
-			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", e.opts.Now().Sub(settled)))
-	}
-	e.batch.reset()
 	return nil
 }
 
@@ -89,6 +141,7 @@ func (e *Engine) produceReady(ctx context.Context) error {
 		}
 	}
 	for res, ok := e.batch.proc.Next(); ok; res, ok = e.batch.proc.Next() {
+		e.batch.handed++
 		if err := e.emit(ctx, res); err != nil {
 			return e.produceFailed(ctx, err)
 		}
@@ -164,16 +217,33 @@ func (e *Engine) begin(ctx context.Context) error {
 	return nil
 }
 
-// handOff takes the consumer positions after the batch and starts the
-// committer goroutine, which commits them with the batch's transaction,
-// while this goroutine collects the next batch.
-func (e *Engine) handOff(ctx context.Context, start []Offset) error {
+// handOff takes the consumer positions, the offsets after the records the
+// batch produced at least (a partition sought back since, to its end offset,
+// has no position) and up to the first record still transforming at most,
+// and starts the committer goroutine, which commits them with the batch's
+// transaction, while this goroutine collects the next batch.
+func (e *Engine) handOff(ctx context.Context) error {
 	offsets, err := e.src.Positions(e.assigned)
 	if err != nil {
 		return fmt.Errorf("%w: reading consumer positions: %w", ErrFatal, err)
 	}
+	done, rest := e.batch.split(e.opts.Now())
+	set := func(o Offset, keep func(cur int64) bool) {
+		if i := slices.IndexFunc(offsets, func(c Offset) bool { return c.Partition == o.Partition }); i < 0 {
+			offsets = append(offsets, o)
+		} else if !keep(offsets[i].Offset) {
+			offsets[i].Offset = o.Offset
+		}
+	}
+	for _, o := range done.upTo {
+		set(o, func(cur int64) bool { return cur >= o.Offset })
+	}
+	for _, o := range rest {
+		set(o, func(int64) bool { return false })
+	}
 	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: start, offsets: offsets, settled: e.batch.settled(), tally: t, bytes: e.batch.bytes}
+	p := &pendingCommit{done: make(chan error, 1), start: done.start, offsets: offsets, settled: done.settled, tally: t,
+		records: done.records, bytes: done.bytes}
 	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
 	go func() { p.done <- e.commit(ctx, offsets, t) }()
 	return nil

@@ -245,7 +245,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			return rep, err
 		}
 		if e.batchDue() {
-			if err := e.flush(work); err != nil {
+			if err := e.flush(work, false); err != nil {
 				return rep, err
 			}
 		}
@@ -265,7 +265,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.log.Info("stopping: committing the batch in hand", zap.Int("records", e.batch.len))
 	e.publishEnd(StateStopping, nil)
 	if e.batch.len > 0 {
-		if err := e.flush(work); err != nil {
+		if err := e.flush(work, true); err != nil {
 			return rep, err
 		}
 	}

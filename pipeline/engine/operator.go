@@ -104,7 +104,7 @@ func (e *Engine) obey(ctx context.Context) error {
 	switch {
 	case pause && e.hold == nil:
 		if e.batch.len > 0 {
-			if err := e.flush(ctx); err != nil {
+			if err := e.flush(ctx, true); err != nil {
 				return err
 			}
 		}

@@ -77,7 +77,7 @@ func (e *Engine) revoke(parts []Partition, lost bool) error {
 	}
 	e.log.Info("partitions revoked; committing the batch in hand first", zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len))
 	if e.batch.len > 0 {
-		if err := e.flush(e.work); err != nil {
+		if err := e.flush(e.work, true); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// gate holds the record with key key of raw[0] in its step until open is
+// closed, as a slow upload would, and signals each of the records key-0 to
+// key-2 (of either partition) that finished its step on finished.
+type gate struct {
+	key      string
+	open     chan struct{}
+	finished chan struct{}
+}
+
+func (g gate) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	switch string(r.Key) {
+	case g.key:
+		if r.Partition != 0 {
+			return r, nil
+		}
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "key-0", "key-1", "key-2":
+		defer func() { g.finished <- struct{}{} }()
+	}
+	return r, nil
+}
+
+// A batch that comes due while one of its records is still in its step (an
+// upload) commits the records before it, each partition up to its first
+// record still transforming, without waiting for it; that record and those
+// after it go into the next transaction, each record once, in order.
+func TestARecordStillUploadingIsCarriedIntoTheNextTransaction(t *testing.T) {
+	g := gate{key: "key-3", open: make(chan struct{}), finished: make(chan struct{}, 6)}
+	h := filled(t, dlt.Rules{}, pipeline.Chain{g}, 20, p0, p1)
+	// Records alternate between the partitions: key-0 to key-2 of both are
+	// read in the first six polls. The seventh, raw[0]'s key-3, waits until
+	// they finished their step, so that the batch, due at 7 records, holds
+	// them finished and key-3 held behind them.
+	h.src.script[7] = func(*source) {
+		for range 6 {
+			<-g.finished
+		}
+	}
+	var first map[Partition]int64
+	rep, err := h.run(func() bool {
+		if first == nil && h.b.committedAt(p0) > 0 {
+			first = map[Partition]int64{p0: h.b.committedAt(p0), p1: h.b.committedAt(p1)}
+			close(g.open)
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[p0] != 3 {
+		t.Errorf("the first transaction committed raw[0] up to %d while key-3 was held in its step, want 3 (up to it)", first[p0])
+	}
+	if first[p1] != 3 {
+		t.Errorf("the first transaction committed raw[1] up to %d, want 3 (its records read before raw[0]'s key-3)", first[p1])
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+	if rep.Committed[p0] != 20 || rep.Committed[p1] != 20 {
+		t.Errorf("report %+v, want 20 committed per partition", rep)
+	}
+}
