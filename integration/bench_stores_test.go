@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,7 +21,9 @@ import (
 // 1 MiB to a store with a plain loop that writes the same bytes to the same
 // store at the pipeline's upload concurrency (memory.max_uploads, 16): the
 // azblob SDK's UploadBuffer against Azurite, os.WriteFile and fsync against a
-// directory. The pipeline's time runs from its assignment to its last commit,
+// directory, and HTTP PUTs against a store that answers each after
+// remoteLatency, as a remote store would (an in-process server: the rate is
+// the latency's, not a CPU's). The pipeline's time runs from its assignment to its last commit,
 // so it also reads and produces through Kafka. Issue 21's target is 0.9 of the
 // plain loop. Each runs twice, in the order plain, pipeline, pipeline, plain,
 // and its rate is its bytes over its time in both runs: the same mean position
@@ -27,7 +33,7 @@ func BenchmarkStoreBandwidth(b *testing.B) {
 	const n, size, workers = 400, 1 << 20, 16
 	mb := float64(2*n*size) / 1e6 // each runs twice
 	for range b.N {
-		for _, store := range []string{"filesystem", "azblob"} {
+		for _, store := range []string{"filesystem", "azblob", "http"} {
 			var plain, piped time.Duration
 			var rss int64
 			for _, pipelineFirst := range []bool{false, true} {
@@ -52,10 +58,56 @@ func BenchmarkStoreBandwidth(b *testing.B) {
 // directory of store with a plain loop and returns how long it took.
 func plainStoreWrites(b *testing.B, store string, n, size, workers int) time.Duration {
 	syscall.Sync() // what ran before reaches the disk before the clock starts, as for the pipeline
-	if store == "filesystem" {
+	switch store {
+	case "filesystem":
 		return plainFileWrites(b, b.TempDir(), n, size, workers)
+	case "http":
+		return plainHTTPPuts(b, remoteStore(b), n, size, workers)
 	}
 	return plainBlobUploads(b, uniqueName(b, "c"), n, size, workers)
+}
+
+// remoteLatency is how long the remote store of BenchmarkStoreBandwidth takes
+// to answer a PUT, once it has read the body.
+const remoteLatency = 100 * time.Millisecond
+
+// remoteStore starts an HTTP server that answers every PUT with 201 after
+// reading its body and waiting remoteLatency, and returns its URL.
+func remoteStore(b testing.TB) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		time.Sleep(remoteLatency)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func plainHTTPPuts(b testing.TB, url string, n, size, workers int) time.Duration {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	value := make([]byte, size)
+	return parallel(b, n, workers, func(i int) error {
+		req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/plain/%d", url, i), bytes.NewReader(value))
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("PUT %s: %s", req.URL, resp.Status)
+		}
+		return nil
+	})
 }
 
 // pipelineStoreRun offloads n records of size bytes from a new raw topic to a
@@ -63,8 +115,11 @@ func plainStoreWrites(b *testing.B, store string, n, size, workers int) time.Dur
 // daemon's peak RSS.
 func pipelineStoreRun(b *testing.B, store string, n, size int) (time.Duration, int64) {
 	yaml := fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir())
-	if store == "azblob" {
+	switch store {
+	case "azblob":
 		yaml = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", uniqueName(b, "c"), azureConnStr)
+	case "http":
+		yaml = fmt.Sprintf("payloads: {type: http, url: %q, auth_token: bench}", remoteStore(b))
 	}
 	raw, slim := uniqueName(b, "raw"), uniqueName(b, "slim")
 	createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})
