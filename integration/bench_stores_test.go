@@ -117,7 +117,9 @@ func pipelineStoreRun(b *testing.B, store string, n, size int) (time.Duration, i
 	yaml := fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir())
 	switch store {
 	case "azblob":
-		yaml = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", uniqueName(b, "c"), azureConnStr)
+		container := uniqueName(b, "c")
+		defer deleteContainer(b, container)
+		yaml = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
 	case "http":
 		yaml = fmt.Sprintf("payloads: {type: http, url: %q, auth_token: bench}", remoteStore(b))
 	}
@@ -192,9 +194,22 @@ func plainBlobUploads(b testing.TB, container string, n, size, workers int) time
 	if _, err := client.CreateContainer(ctx, container, nil); err != nil {
 		b.Fatal(err)
 	}
+	defer deleteContainer(b, container)
 	value := make([]byte, size)
 	return parallel(b, n, workers, func(i int) error {
 		_, err := client.UploadBuffer(ctx, container, fmt.Sprintf("plain/%d", i), value, nil)
 		return err
 	})
+}
+
+// deleteContainer frees Azurite's disk after a run: each run writes 400 MiB
+// there, which Azurite keeps until the container goes.
+func deleteContainer(b testing.TB, container string) {
+	client, err := sdk.NewClientFromConnectionString(azureConnStr, nil)
+	if err == nil {
+		_, err = client.DeleteContainer(context.Background(), container, nil)
+	}
+	if err != nil {
+		b.Logf("deleting the benchmark's container %s: %v", container, err)
+	}
 }
