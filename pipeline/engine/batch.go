@@ -18,7 +18,6 @@ type batch struct {
 	bytes  int
 	start  time.Time
 	firsts []Offset // each partition's first offset in the batch
-	counts []int64  // the records of each of firsts' partitions in the batch
 	// queue is the batch's records in input order, as proc holds them; proc
 	// handed out the first handed of them (produced or dropped).
 	queue  []entry
@@ -65,10 +64,8 @@ func (b *batch) add(at Offset, size int) {
 		if i < 0 {
 			i = len(b.firsts)
 			b.firsts = append(b.firsts, at)
-			b.counts = append(b.counts, 0)
 		}
 	}
-	b.counts[i]++
 	b.queue = append(b.queue, entry{i, at.Offset, size})
 }
 
@@ -94,14 +91,12 @@ func (b *batch) split(now time.Time) (done share, rest []Offset) {
 		done.settled[p]++
 		done.bytes += en.size
 	}
-	if b.handed == len(b.queue) { // the whole batch
-		b.len, b.bytes, b.handed = 0, 0, 0
-		b.firsts, b.counts, b.queue = b.firsts[:0], b.counts[:0], b.queue[:0]
+	tail := slices.Clone(b.queue[b.handed:])
+	b.empty()
+	if len(tail) == 0 { // the whole batch
 		return done, nil
 	}
-	tail := slices.Clone(b.queue[b.handed:])
-	b.len, b.bytes, b.handed, b.start = 0, 0, 0, now
-	b.firsts, b.counts, b.queue = b.firsts[:0], b.counts[:0], b.queue[:0]
+	b.start = now
 	for _, en := range tail {
 		b.add(Offset{parts[en.part], en.offset}, en.size)
 	}
@@ -114,8 +109,13 @@ func (b *batch) reset() {
 		b.proc.Discard()
 		b.proc = nil
 	}
+	b.empty()
+}
+
+// empty forgets the batch's records, keeping proc.
+func (b *batch) empty() {
 	b.len, b.bytes, b.handed = 0, 0, 0
-	b.firsts, b.counts, b.queue = b.firsts[:0], b.counts[:0], b.queue[:0]
+	b.firsts, b.queue = b.firsts[:0], b.queue[:0]
 }
 
 // tally counts a transaction's records for the metrics, which are updated once

@@ -457,9 +457,10 @@ func TestAFatalSessionErrorStops(t *testing.T) {
 	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "fenced: another instance") {
 		t.Fatalf("got %v, want the fenced error", err)
 	}
-	// The first transaction committed, with its offsets; the second was fenced.
-	if got, out := h.b.committed[p0], len(h.b.log(Partition{slim, 0})); got == 0 || got != int64(out) {
-		t.Errorf("committed up to %d with %d records in the slim topic, want the first transaction's records, each once", got, out)
+	// The first transaction committed, with its offsets (at most
+	// commit.max_records, 7, of them); the second was fenced.
+	if got, out := h.b.committed[p0], len(h.b.log(Partition{slim, 0})); got == 0 || got > 7 || got != int64(out) {
+		t.Errorf("committed up to %d with %d records in the slim topic, want the first transaction's 1-7 records, each once", got, out)
 	}
 }
 
@@ -510,6 +511,10 @@ func TestTheMetricsCountCommittedRecords(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
 		}
+	}
+	// commit.max_records (7) bounds a transaction: 20 records take 3 at least.
+	if h.ses.commits < 3 {
+		t.Errorf("%d transactions for 20 records, want at least 3 of at most 7 records", h.ses.commits)
 	}
 }
 
