@@ -161,7 +161,7 @@ pipelines:
     source: {topics: [%s], group: %s}
     slim_topic: %s
     commit: {interval: 50ms}
-    errors: {mode: blocking, retry_delays: [1s, 1s], dead_letter_topic: %s}
+    errors: {mode: blocking, retry_delays: [2s, 2s], dead_letter_topic: %s}
     stores: {payloads: {type: filesystem, root: %q}}
     transforms: [{type: rehydrate, max_size: 512KiB}]
     observability: {listen: "", log_format: console}
@@ -169,8 +169,10 @@ pipelines:
 	d := startDaemon(t, cfg)
 	d.waitForLog(t, "retrying in place (mode: blocking)", 60*time.Second)
 	// Records before the failing one may be committed or wait with it (they
-	// share its batch); none after it may pass it.
-	for _, m := range consumeAll(t, slim, 4, 3*time.Second) {
+	// share its batch); none after it may pass it. Record 3 has 4 s of retries
+	// left: a window of 1.5 s ends well before it could go to the dead-letter
+	// topic, after which the records behind it may pass.
+	for _, m := range consumeAll(t, slim, 4, 1500*time.Millisecond) {
 		if i, _ := strconv.Atoi(string(m.Key)); i >= 3 {
 			t.Fatalf("record %d reached the slim topic while record 3 was being retried", i)
 		}
