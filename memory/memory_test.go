@@ -6,11 +6,11 @@ const mib = 1 << 20
 
 // TestSplitGivesEachPlaceAQuarter: the default budget's shares, and what they
 // add up to: the consumer's prefetch (its queue, overshot by one fetch
-// response per broker), the batch, the uploads and the produce queue stay
-// within the budget.
+// response per broker, of MaxFetch at most), the batch, the uploads and the
+// produce queue stay within the budget.
 func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	p := Split(256*mib, 1, 16, 1_000_000)
-	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: 32 * mib, Batch: 64 * mib,
+	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: MaxFetch, Batch: 64 * mib,
 		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768}
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
@@ -18,24 +18,26 @@ func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	if h := HeapLimit(p.InFlight); h != 160*mib {
 		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
 	}
-	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight {
-		t.Fatalf("the shares add up to %d, want the budget %d", total, p.InFlight)
+	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib {
+		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch", total, p.InFlight)
 	}
 }
 
 // TestSplitDividesTheFetchAmongBrokers: a consumer fetches from every broker
 // leading one of its partitions at once, so the fetch share is divided among
 // the cluster's brokers and the prefetch stays within its quarter however the
-// partitions are spread; librdkafka's floor (MinFetch) wins over the division.
+// partitions are spread; librdkafka's floor (MinFetch) wins over the division,
+// and a response stays below glibc's fresh mappings (MaxFetch).
 func TestSplitDividesTheFetchAmongBrokers(t *testing.T) {
 	for _, c := range []struct {
 		budget    int64
 		brokers   int
 		wantFetch int64
 	}{
-		{256 * mib, 1, 32 * mib},
-		{256 * mib, 3, 32 * mib / 3},
-		{256 * mib, 0, 32 * mib}, // no broker seen: as one
+		{256 * mib, 1, MaxFetch},
+		{256 * mib, 3, MaxFetch},
+		{128 * mib, 3, 16 * mib / 3},
+		{256 * mib, 0, MaxFetch}, // no broker seen: as one
 		{256 * mib, 64, MinFetch},
 		{16 * mib, 1, 2 * mib},
 		{16 * mib, 5, MinFetch},
