@@ -71,18 +71,19 @@ const MinFetch = 1 << 20
 // into one buffer of its size, and glibc's malloc maps a request of 32 MiB
 // or more (its largest mmap threshold) afresh and unmaps it when freed: the
 // kernel then faults in and zeroes every page of every response. With
-// responses of 32 MiB that was 340,000 page faults per GB consumed (against
-// 100,000 with 8 MiB, and 150,000 for a loop on librdkafka's defaults, 1 MiB
-// per partition); the kernel's share of a profile of the daemon was 13%.
-// Below the threshold the allocator reuses the buffers.
+// responses of 32 MiB that was about 340,000 page faults per GB consumed
+// (about 100,000 with 8 MiB, and 150,000 for a loop on librdkafka's defaults,
+// 1 MiB per partition); the kernel's share of a profile of the daemon was
+// 13%. Below the threshold the allocator reuses the buffers.
 const MaxFetch = 8 << 20
 
 // Split divides inFlight. brokers is the number of brokers of the cluster:
 // the most brokers the partitions of any assignment can be led by, each of
 // which the consumer fetches from at once, so the fetch share is divided among
-// them (MinFetch at least, MaxFetch at most). maxUploads caps the uploads at once. largestOutput
-// is the largest record the producer may be given (the largest of the slim,
-// retry and dead-letter topics' limits): the produce queue always holds one.
+// them (MinFetch at least, MaxFetch at most). maxUploads caps the uploads at
+// once. largestOutput is the largest record the producer may be given (the
+// largest of the slim, retry and dead-letter topics' limits): the produce
+// queue always holds one.
 func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 	quarter := inFlight / 4
 	return Plan{
