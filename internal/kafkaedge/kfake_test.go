@@ -338,3 +338,49 @@ func connect(t *testing.T, bootstrap, name string) (*Session, *observability.Met
 	t.Cleanup(session.Close)
 	return session, m
 }
+
+// A full local queue is waited on until there is room in it: 60 records go
+// through a queue of 2 messages into one transaction, each once and in order.
+func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
+	bootstrap := startBroker(t, "raw", "slim")
+	p := &config.Pipeline{
+		Name: "full",
+		Kafka: config.Kafka{
+			BootstrapServers: bootstrap, TransactionalID: "offloader-full",
+			Consumer: map[string]string{"enable.metrics.push": "false"},
+			Producer: map[string]string{"enable.metrics.push": "false", "queue.buffering.max.messages": "2"},
+		},
+		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-full"},
+		SlimTopic: "slim",
+	}
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), observability.NewMetrics("full"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { group.Close() })
+	t.Cleanup(session.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := session.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	for i := range n {
+		rec := &pipeline.Record{Value: fmt.Appendf(nil, "0-%d", i)}
+		if err := session.Produce(ctx, rec, "slim", 0); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if err := session.producer.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readCommitted(t, bootstrap, "slim", n)
+	if len(got[0]) != n {
+		t.Fatalf("slim[0] holds %d records, want %d", len(got[0]), n)
+	}
+	for i, v := range got[0] {
+		if want := fmt.Sprintf("0-%d", i); v != want {
+			t.Fatalf("slim[0] record %d is %q, want %q", i, v, want)
+		}
+	}
+}

@@ -202,8 +202,9 @@ func (s *Session) Close() {
 }
 
 // Produce adds rec to the open transaction. A full local queue
-// (queue.buffering.max.kbytes) is waited on until deliveries drain it; one
-// that does not drain within a minute (the broker is away) aborts.
+// (queue.buffering.max.kbytes or .messages) is waited on until deliveries
+// make room in it; one that makes none within a minute (the broker is away)
+// aborts.
 func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic string, partition int32) error {
 	// Produce copies the message into librdkafka: one struct serves them all,
 	// and one topic string while the topic stays the same.
@@ -239,15 +240,22 @@ func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic strin
 			if waited.IsZero() {
 				waited = time.Now()
 			}
-			s.producer.Flush(100)
+			// Not Flush: it waits for the whole queue to be delivered (it
+			// stalled the loop 100 ms at a time), and while it waits
+			// librdkafka ignores linger.ms. One free slot is enough.
+			time.Sleep(queueFullRetry)
 			if ctx.Err() != nil || time.Since(waited) > time.Minute {
-				return &engine.AbortError{Err: fmt.Errorf("producing: %w (the local queue did not drain)", err)}
+				return &engine.AbortError{Err: fmt.Errorf("producing: %w (no room in the local queue for a minute)", err)}
 			}
 			continue
 		}
 		return s.fatalError(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value)), err)
 	}
 }
+
+// queueFullRetry is how long Produce waits before it tries a full local
+// queue again.
+const queueFullRetry = time.Millisecond
 
 // stuckError is a call still running grace after its deadline; done receives
 // its result if it ever returns.

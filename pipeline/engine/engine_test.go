@@ -423,13 +423,13 @@ func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
 	}
 }
 
-// A produce that must abort (the local queue did not drain) aborts the
+// A produce that must abort (no room in the local queue for a minute) aborts the
 // transaction; the batch is read again and nothing is lost or doubled.
 func TestAProduceThatMustAbortIsReprocessed(t *testing.T) {
 	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
 	h.ses.produceFail = func(n int) error {
 		if n == 10 {
-			return &AbortError{Err: errors.New("producing: Local: Queue full (the local queue did not drain)")}
+			return &AbortError{Err: errors.New("producing: Local: Queue full (no room in the local queue for a minute)")}
 		}
 		return nil
 	}
