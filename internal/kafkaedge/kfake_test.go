@@ -384,3 +384,59 @@ func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
 		}
 	}
 }
+
+// A transaction one of whose deliveries failed takes no more records
+// (librdkafka: "Erroneous state"). A scale-out run in CI met it after a
+// rebalance: an abort purged a request in flight, and the next produce was
+// answered OUT_OF_ORDER_SEQUENCE_NUMBER. Here the broker refuses a produce as
+// too large. Produce then asks for an abort instead of stopping the instance,
+// the next transaction commits, and the failed one's records are never read.
+func TestProduceIntoAFailedTransactionAsksForAnAbort(t *testing.T) {
+	cluster, bootstrap := startCluster(t, "raw", "slim")
+	session, _ := connect(t, bootstrap, "failedtxn")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := session.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ProduceRequest)
+		resp := r.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.MessageTooLarge.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	var err error
+	for i := 0; err == nil && ctx.Err() == nil; i++ {
+		err = session.Produce(ctx, &pipeline.Record{Value: fmt.Appendf(nil, "failed-%d", i)}, "slim", 0)
+		time.Sleep(10 * time.Millisecond)
+	}
+	var abort *engine.AbortError
+	if !errors.As(err, &abort) || errors.Is(err, engine.ErrFatal) {
+		t.Fatalf("Produce into the failed transaction: %v, want an AbortError", err)
+	}
+	if err := session.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if err := session.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Produce(ctx, &pipeline.Record{Value: []byte("committed")}, "slim", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.producer.CommitTransaction(ctx); err != nil {
+		t.Fatalf("the transaction after the abort did not commit: %v", err)
+	}
+	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
+	}
+}

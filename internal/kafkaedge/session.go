@@ -249,6 +249,12 @@ func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic strin
 			}
 			continue
 		}
+		if errors.As(err, &kerr) && kerr.Code() == kafka.ErrState && s.producer.GetFatalError() == nil {
+			// A delivery of the transaction's records failed (one refused
+			// for a sequence an abort's purge broke, say): it takes no more
+			// records until it is aborted.
+			return &engine.AbortError{Err: fmt.Errorf("producing: %w (the transaction failed and must be aborted)", err)}
+		}
 		return s.fatalError(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value)), err)
 	}
 }
