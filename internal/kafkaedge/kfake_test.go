@@ -316,15 +316,21 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 }
 
 // connect connects a pipeline named name, reading raw and writing slim on the
-// broker at bootstrap, and closes it when the test ends.
-func connect(t *testing.T, bootstrap, name string) (*Session, *observability.Metrics) {
+// broker at bootstrap, and closes it when the test ends. producer holds
+// librdkafka properties of the producer's, as name=value pairs.
+func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session, *observability.Metrics) {
 	t.Helper()
+	props := map[string]string{"enable.metrics.push": "false"}
+	for _, kv := range producer {
+		k, v, _ := strings.Cut(kv, "=")
+		props[k] = v
+	}
 	p := &config.Pipeline{
 		Name: name,
 		Kafka: config.Kafka{
 			BootstrapServers: bootstrap, TransactionalID: "offloader-" + name,
 			Consumer: map[string]string{"enable.metrics.push": "false"},
-			Producer: map[string]string{"enable.metrics.push": "false"},
+			Producer: props,
 		},
 		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-" + name},
 		SlimTopic: "slim",
@@ -343,22 +349,7 @@ func connect(t *testing.T, bootstrap, name string) (*Session, *observability.Met
 // through a queue of 2 messages into one transaction, each once and in order.
 func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
 	bootstrap := startBroker(t, "raw", "slim")
-	p := &config.Pipeline{
-		Name: "full",
-		Kafka: config.Kafka{
-			BootstrapServers: bootstrap, TransactionalID: "offloader-full",
-			Consumer: map[string]string{"enable.metrics.push": "false"},
-			Producer: map[string]string{"enable.metrics.push": "false", "queue.buffering.max.messages": "2"},
-		},
-		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-full"},
-		SlimTopic: "slim",
-	}
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), observability.NewMetrics("full"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { group.Close() })
-	t.Cleanup(session.Close)
+	session, _ := connect(t, bootstrap, "full", "queue.buffering.max.messages=2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := session.Begin(ctx); err != nil {
