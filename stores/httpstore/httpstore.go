@@ -12,8 +12,11 @@
 // Requests go through hashicorp/go-retryablehttp, with offloader's policy: a
 // 429 or 5xx is retried, after its Retry-After when the server gives one;
 // a connection error or a try that times out is retried; other 4xx answers
-// are permanent; the caller's context ends it all. offloader's store budget
-// (errors.store_budget) retries around the whole call, so max_retries stays low.
+// are permanent; the caller's context ends it all. A GET makes its tries
+// itself with the same policy and waits, because a body that breaks off or
+// fails its checksum is a failed try too, and the client's retries end with
+// the headers. offloader's store budget (errors.store_budget) retries around
+// the whole call, so max_retries stays low.
 package httpstore
 
 import (
@@ -195,14 +198,19 @@ func (s *Store) send(ctx context.Context, method, url string, body any, header h
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	s.authorize(req.Header)
+	return s.client.Do(req)
+}
+
+// authorize sets the auth header when auth_token is set.
+func (s *Store) authorize(h http.Header) {
 	if s.cfg.AuthToken != "" {
 		v := s.cfg.AuthToken
 		if s.cfg.AuthScheme != "" {
 			v = s.cfg.AuthScheme + " " + v
 		}
-		req.Header.Set(s.cfg.AuthHeader, v)
+		h.Set(s.cfg.AuthHeader, v)
 	}
-	return s.client.Do(req)
 }
 
 // fail classifies a failed call: no response (refused, reset, timed out)
@@ -292,35 +300,61 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 
 // Get reads the object if it holds at most limit bytes, refused from its
 // Content-Length before the body is read; the body is checked against the
-// server's X-Offloader-Sha256 when it sends one.
+// server's X-Offloader-Sha256 when it sends one. A body that breaks off, runs
+// past try_timeout or fails that check is a failed try like a 5xx, tried again
+// within max_retries: the client's own retries end once the headers are in,
+// so Get makes its tries itself.
 func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := stores.ValidateKey(key); err != nil {
 		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Permanent, Err: err}
 	}
-	resp, err := s.do(ctx, http.MethodGet, key, nil, nil)
+	for try := 0; ; try++ {
+		buf, resp, err := s.getOnce(ctx, key, limit)
+		if err == nil || !stores.IsRetryable(err) || try == s.cfg.MaxRetries || ctx.Err() != nil {
+			return buf, err
+		}
+		timer := time.NewTimer(s.client.Backoff(s.client.RetryWaitMin, s.client.RetryWaitMax, try, resp))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, s.fail("get", key, nil, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// getOnce is one try of Get; resp, when there was one, is closed and is
+// returned for its Retry-After.
+func (s *Store) getOnce(ctx context.Context, key string, limit int64) ([]byte, *http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.objectURL(key), nil)
 	if err != nil {
-		return nil, s.fail("get", key, nil, err)
+		return nil, nil, s.fail("get", key, nil, err)
+	}
+	s.authorize(req.Header)
+	resp, err := s.client.HTTPClient.Do(req)
+	if err != nil {
+		return nil, nil, s.fail("get", key, nil, err)
 	}
 	defer drain(resp)
 	if resp.StatusCode != http.StatusOK {
-		return nil, s.fail("get", key, resp, nil)
+		return nil, resp, s.fail("get", key, resp, nil)
 	}
 	if resp.ContentLength < 0 {
-		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the server sent no Content-Length")}
+		return nil, resp, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the server sent no Content-Length")}
 	}
 	if resp.ContentLength > limit {
-		return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Permanent, Err: fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit)}
+		return nil, resp, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Permanent, Err: fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit)}
 	}
 	buf, err := stores.ReadExactly(resp.Body, resp.ContentLength)
 	if err != nil {
-		return nil, s.fail("get", key, nil, err) // a short or long body: a failed try
+		return nil, resp, s.fail("get", key, nil, err) // a short or long body: a failed try
 	}
 	if want := resp.Header.Get(headerSHA256); want != "" {
 		if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != strings.ToLower(want) {
-			return nil, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the body does not match the server's " + headerSHA256)}
+			return nil, resp, &stores.Error{Store: s.name, Op: "get", Key: key, Kind: stores.Retryable, Err: errors.New("the body does not match the server's " + headerSHA256)}
 		}
 	}
-	return buf, nil
+	return buf, resp, nil
 }
 
 // Stat is a HEAD of the object.

@@ -72,9 +72,10 @@ func (s *Server) list(w http.ResponseWriter, prefix, after string) {
 }
 
 // New starts a server, closed when t ends. With faults, every third request
-// fails in one of five ways in turn: 500, 503, 429 with Retry-After, a
+// fails in one of six ways in turn: 500, 503, 429 with Retry-After, a
 // request held for stall (longer than the client's try) then answered 504,
-// and a reset connection.
+// a reset connection, and a body cut short (a GET of an object answered 200
+// with its Content-Length and a part of the bytes; 502 to other requests).
 func New(t testing.TB, faults bool, stall time.Duration) *Server {
 	s := &Server{objects: map[string]object{}, faults: faults, stall: stall}
 	srv := httptest.NewServer(s)
@@ -165,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // fault fails request n in the way its turn says.
 func (s *Server) fault(w http.ResponseWriter, r *http.Request, n int64) bool {
-	switch (n / 3) % 5 {
+	switch (n / 3) % 6 {
 	case 0:
 		w.WriteHeader(http.StatusInternalServerError)
 	case 1:
@@ -180,6 +181,20 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request, n int64) bool {
 		io.Copy(io.Discard, r.Body)
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close() // a reset, mid-request
+		}
+	case 5:
+		s.mu.Lock()
+		o, exists := s.objects[strings.TrimPrefix(r.URL.Path, "/base/")]
+		s.mu.Unlock()
+		if r.Method != http.MethodGet || !exists || len(o.data) < 2 {
+			w.WriteHeader(http.StatusBadGateway)
+			return true
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(o.data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(o.data[:len(o.data)/2])
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // the rest of the body never comes
 		}
 	}
 	return true
