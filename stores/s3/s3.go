@@ -63,8 +63,9 @@ type Config struct {
 	PartSize settings.Size `key:"part_size"`
 	// Concurrency is how many parts of one payload go up at once.
 	Concurrency int `key:"concurrency"`
-	// MaxAttempts is how often the SDK tries a request; offloader's store
-	// budget retries around it, so keep it low.
+	// MaxAttempts is how often the SDK tries a request, and how often a
+	// download whose body breaks off is tried; offloader's store budget
+	// retries around it, so keep it low.
 	MaxAttempts int `key:"max_attempts"`
 	// TryTimeout bounds each attempt of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
@@ -312,28 +313,42 @@ func (s *Store) uploadParts(ctx context.Context, key, id string, value []byte) (
 }
 
 // Get downloads the object if it holds at most limit bytes: a larger one is
-// refused from its Content-Length, before its body is read.
+// refused from its Content-Length, before its body is read. The SDK's
+// attempts end once the headers are in, so a body that breaks off is tried
+// again here, up to max_attempts tries in all.
 func (s *Store) Get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := stores.ValidateKey(key); err != nil {
 		return nil, s.invalid("get", key, err)
 	}
+	for attempt := 1; ; attempt++ {
+		b, bodyFailed, err := s.getOnce(ctx, key, limit)
+		if !bodyFailed || attempt >= s.cfg.MaxAttempts || ctx.Err() != nil {
+			return b, err
+		}
+	}
+}
+
+// getOnce is one GetObject; bodyFailed says that it failed reading the body,
+// which the SDK does not retry.
+func (s *Store) getOnce(ctx context.Context, key string, limit int64) (b []byte, bodyFailed bool, err error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.cfg.Bucket, Key: &key})
 	if err != nil {
-		return nil, s.fail("get", key, err)
+		return nil, false, s.fail("get", key, err)
 	}
 	defer out.Body.Close()
 	if out.ContentLength == nil || *out.ContentLength < 0 {
-		return nil, s.fail("get", key, errors.New("the service sent no Content-Length"))
+		return nil, false, s.fail("get", key, errors.New("the service sent no Content-Length"))
 	}
 	size := *out.ContentLength
 	if size > limit {
-		return nil, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
+		return nil, false, s.invalid("get", key, fmt.Errorf("%w of %d bytes", stores.ErrOverLimit, limit))
 	}
-	b, err := stores.ReadExactly(out.Body, size)
+	b, err = stores.ReadExactly(out.Body, size)
 	if err != nil {
-		return nil, s.fail("get", key, err)
+		err = s.fail("get", key, err)
+		return nil, stores.IsRetryable(err), err
 	}
-	return b, nil
+	return b, false, nil
 }
 
 // Stat reads the object's size.
