@@ -345,6 +345,7 @@ func decodeFile(raw map[string]any, problems *settings.Problems) *File {
 		p.validate(path, problems)
 		f.Pipelines[name] = p
 	}
+	f.validatePrefixes(problems)
 	return f
 }
 
@@ -367,6 +368,11 @@ func (p *Pipeline) decodeParts(path string, problems *settings.Problems) {
 		}
 		s.Config = backend.NewConfig()
 		*problems = append(*problems, settings.Decode(storePath, s.Settings, s.Config)...)
+		for i, prefix := range s.GCAdopt {
+			if err := stores.ValidateKey(prefix); err != nil {
+				problems.Add(fmt.Sprintf("%s.gc_adopt[%d]", storePath, i), "%v", err)
+			}
+		}
 	}
 	for i, step := range p.Transforms {
 		stepPath := fmt.Sprintf("%s.transforms[%d]", path, i)

@@ -7,11 +7,13 @@ package dlt
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
 )
 
@@ -39,7 +41,19 @@ const (
 	// pipeline writes there, so it was forged or corrupted: it goes to the
 	// dead-letter topic under its own coordinates, never to another tier.
 	InvalidRetry Class = "invalid_retry_headers"
+	// MalformedPointer: a record marked as a pointer (offloader-pointer)
+	// that is not one this pipeline can resolve: it does not decode, is of
+	// an unknown version, or names a store the pipeline does not configure.
+	// Retrying cannot mend it; its dead-letter record carries the marker
+	// headers renamed (RenamedHeaderPrefix), so that it is not taken for a
+	// pointer there.
+	MalformedPointer Class = "malformed_pointer"
 )
+
+// RenamedHeaderPrefix is put before the pointer marker headers of a
+// malformed pointer's dead-letter record: offloader-pointer becomes
+// __offloader.errors.original.offloader-pointer.
+const RenamedHeaderPrefix = "__offloader.errors.original."
 
 // TooLargeError is a record over a size gate after the chain.
 type TooLargeError struct {
@@ -63,6 +77,8 @@ func Classify(err error) Class {
 		return TooLarge
 	case errors.Is(err, ErrInvalidRetry):
 		return InvalidRetry
+	case errors.Is(err, pointer.ErrMalformed), errors.Is(err, pointer.ErrUnknownVersion):
+		return MalformedPointer
 	case stores.KindOf(err) == stores.Canceled:
 		return Canceled
 	case errors.Is(err, stores.ErrNotFound):
@@ -82,7 +98,7 @@ func Classify(err error) Class {
 // dead-letter topic: retrying cannot help it.
 func (c Class) DeadLetters() bool {
 	switch c {
-	case StoreNotFound, PermanentStore, Transform, TooLarge, InvalidRetry:
+	case StoreNotFound, PermanentStore, Transform, TooLarge, InvalidRetry, MalformedPointer:
 		return true
 	}
 	return false
@@ -91,7 +107,7 @@ func (c Class) DeadLetters() bool {
 // Retries reports whether a record failing with this class may go to a retry
 // tier: not one too large for it, nor one whose retry headers are invalid.
 func (c Class) Retries() bool {
-	return c != TooLarge && c != InvalidRetry
+	return c != TooLarge && c != InvalidRetry && c != MalformedPointer
 }
 
 // Header names, as Kafka Connect's dead-letter queue writes them where one exists.
@@ -126,6 +142,9 @@ type Failure struct {
 func Record(f Failure, pipelineName, topic string) *pipeline.Record {
 	in := f.Record
 	out := without(in, contextHeaders)
+	if Classify(f.Err) == MalformedPointer {
+		out.Headers = renamed(out.Headers, pointer.HeaderLargeMessage, pointer.HeaderPointer, pointer.HeaderRecord)
+	}
 	out.Destination = topic
 	add := func(k, v string) { out.Headers = append(out.Headers, pipeline.Header{Key: k, Value: []byte(v)}) }
 	add(HeaderTopic, in.Topic)
@@ -233,4 +252,17 @@ func without(r *pipeline.Record, names map[string]bool) *pipeline.Record {
 		}
 	}
 	return &c
+}
+
+// renamed returns headers with those named by names renamed under
+// RenamedHeaderPrefix, in a new slice.
+func renamed(headers []pipeline.Header, names ...string) []pipeline.Header {
+	out := make([]pipeline.Header, len(headers))
+	for i, h := range headers {
+		if slices.Contains(names, h.Key) {
+			h.Key = RenamedHeaderPrefix + h.Key
+		}
+		out[i] = h
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
 )
 
@@ -26,16 +27,42 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("step: %w", &TooLargeError{Size: 2000, Limit: 1000, Gate: "the slim topic"}), TooLarge},
 		{fmt.Errorf("offload: %w", &stores.Error{Store: "s", Op: "put", Kind: stores.Canceled, Err: context.Canceled}), Canceled},
 		{fmt.Errorf("rehydrate: %w", context.Canceled), Canceled},
+		{fmt.Errorf("offload: %w", pointer.ErrMalformed), MalformedPointer},
+		{fmt.Errorf("offload: %w", pointer.ErrUnknownVersion), MalformedPointer},
 	}
 	for _, c := range cases {
 		if got := Classify(c.err); got != c.want {
 			t.Errorf("Classify(%v) = %s, want %s", c.err, got, c.want)
 		}
 	}
-	for class, want := range map[Class]bool{TransientStore: false, Canceled: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true} {
+	for class, want := range map[Class]bool{TransientStore: false, Canceled: false, StoreNotFound: true, PermanentStore: true, Transform: true, TooLarge: true, MalformedPointer: true} {
 		if class.DeadLetters() != want {
 			t.Errorf("%s.DeadLetters() = %v", class, !want)
 		}
+	}
+	if MalformedPointer.Retries() {
+		t.Error("a malformed pointer goes to a retry tier: retrying cannot mend it")
+	}
+}
+
+// A malformed pointer's dead-letter record carries the pointer marker
+// headers renamed, so that nothing on the dead-letter topic is marked as a
+// pointer without being one; its other headers stay as they were.
+func TestMalformedPointerHeadersAreRenamed(t *testing.T) {
+	in := &pipeline.Record{Topic: "raw", Value: []byte("not json"), Headers: []pipeline.Header{
+		{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte("v1")}, {Key: "trace", Value: []byte("t")}}}
+	out := Record(Failure{Record: in, Err: fmt.Errorf("offload: %w", pointer.ErrMalformed), At: time.Now()}, "p", "dlt")
+	if pointer.IsPointer(out.Header) || out.HasHeader(pointer.HeaderLargeMessage, []byte("true")) {
+		t.Errorf("the dead-letter record is still marked as a pointer: %+v", out.Headers)
+	}
+	for k, v := range map[string]string{RenamedHeaderPrefix + pointer.HeaderPointer: "v1", RenamedHeaderPrefix + pointer.HeaderLargeMessage: "true",
+		"trace": "t", HeaderClass: "malformed_pointer"} {
+		if got, _ := out.Header(k); string(got) != v {
+			t.Errorf("header %s = %q, want %q", k, got, v)
+		}
+	}
+	if !pointer.IsPointer(in.Header) {
+		t.Error("Record changed its input")
 	}
 }
 

@@ -1,81 +1,146 @@
-// Package gc decides which payloads no committed pointer can still
-// reference, so that offloader gc deletes them and nothing else. It reads no
-// topic and lists no store itself: the caller feeds it the records of the
-// topics that may hold pointers (slim, retry, dead-letter, read_committed
-// and whole) and the objects under the pipeline's key prefixes.
+// Package gc decides which payloads no record can still reference, and
+// deletes those and nothing else (offloader gc). It is a procedure over two
+// small ports: Log, what it reads of Kafka, and the stores.Store of each
+// payload store, so that it is tested without a broker.
 //
-// An object is deleted only when no record read references it and it was
-// written before the cutoff: the time the topics' reading began, less a
-// grace period. The grace covers a pointer committed while gc runs (its
-// object is written moments before the commit) and an object whose pointer
-// is in a transaction still open. Objects whose pointers aged out of the
-// topic's retention, and those of aborted transactions, are unreferenced
-// and, once past the grace, deleted.
+//	report, err := gc.Collect(ctx, plan, log, openStores)
+//
+// An object is deleted only when gc has proven three things:
+//
+//   - no record references it. Every partition of every topic that may hold
+//     a pointer (slim, retry, dead-letter, and the source topics from the
+//     group's committed offsets) was read without a gap from where it
+//     starts to an end checked after the read, read_committed, and the
+//     records past that end (behind an open transaction, or committed
+//     during the read) were read uncommitted and all count as references.
+//     Whole-record objects (.record) are looked inside. Any offset reset,
+//     consumer error or topic that cannot be described stops gc before it
+//     deletes anything; only a topic that does not exist counts as empty.
+//   - it is this pipeline's: its key lies under a prefix the pipeline
+//     writes (or adopts), and its metadata names the pipeline as its writer
+//     (stores.MetaWriter), or, under an adopted prefix, names no writer.
+//   - it is older than the grace: written before the reading began, less a
+//     grace no shorter than the longest an upload can precede its commit
+//     (Floor), by a store clock checked against gc's own (Clock).
+//
+// Wherever one of them cannot be proven, the object is kept and the Report
+// says why.
 package gc
 
 import (
-	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/pointer"
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/offloader/offloader/stores"
 )
 
-// References are the objects pointer records reference, by store name.
-type References map[string]map[string]bool
+// Plan is what one gc run covers: the pipeline's topics, its key prefixes,
+// its identity as a writer, and the grace.
+type Plan struct {
+	// Writer is the pipeline's writer identity (stores.MetaWriter).
+	Writer string
+	// Group is the pipeline's consumer group on the source topics.
+	Group        string
+	SourceTopics []string
+	SlimTopic    string
+	RetryTopics  []string
+	// DeadLetterTopic is empty without one.
+	DeadLetterTopic string
+	// Prefixes are the key prefixes gc lists.
+	Prefixes []Prefix
+	// Grace keeps unreferenced objects written less than this before the
+	// reading began. It must be at least Floor.
+	Grace time.Duration
+	// Floor is the longest an object can be written before the commit of
+	// the record that references it (Floor).
+	Floor time.Duration
+	// DryRun deletes nothing (and writes no clock probe).
+	DryRun bool
+	// Now is the clock (time.Now outside tests).
+	Now func() time.Time
+}
 
-// Add notes the object a record references, if it is a pointer. A record
-// that is marked as a pointer but does not decode is an error: gc must not
-// go on without knowing what it references.
-func (r References) Add(rec *pipeline.Record) error {
-	if !pointer.IsPointer(rec.Header) {
-		return nil
+// Prefix is a key prefix of a store, without its trailing slash.
+type Prefix struct {
+	Store  string
+	Prefix string
+	// Adopted: objects under it that name no writer count as the pipeline's
+	// (written by older versions, or by the serializers).
+	Adopted bool
+}
+
+// Floor is the longest an upload can precede the commit of the record that
+// references it: the store budget (the upload, retries included), then the
+// transaction it is produced in, which may stay open until
+// transaction.timeout.ms, then the commit interval that may pass before it
+// is begun. A grace shorter than that could delete an object whose pointer
+// commits right after gc read the topics.
+func Floor(storeBudget, transactionTimeout, commitInterval time.Duration) time.Duration {
+	return storeBudget + transactionTimeout + commitInterval
+}
+
+// Collect reads the plan's topics, then lists and sweeps its prefixes, and
+// deletes (unless DryRun) what it proved unreferenced, the pipeline's and
+// old. An error means it stopped; the report says what was done before.
+func Collect(ctx context.Context, plan Plan, log Log, open map[string]stores.Store) (*Report, error) {
+	if plan.Now == nil {
+		plan.Now = time.Now
 	}
-	p, err := pointer.Decode(rec.Value)
+	rep := &Report{Grace: plan.Grace, DryRun: plan.DryRun}
+	if plan.Grace < plan.Floor {
+		return rep, &GraceError{Grace: plan.Grace, Floor: plan.Floor}
+	}
+	for _, p := range plan.Prefixes {
+		if _, ok := open[p.Store]; !ok {
+			return rep, fmt.Errorf("store %q is not open", p.Store)
+		}
+	}
+	if !plan.DryRun {
+		for _, name := range prefixStores(plan.Prefixes) {
+			skew, err := Clock(ctx, open[name], firstPrefix(plan.Prefixes, name), plan.Now)
+			if err != nil {
+				return rep, fmt.Errorf("nothing was deleted: checking store %q's clock: %w", name, err)
+			}
+			rep.Skews = append(rep.Skews, StoreSkew{Store: name, Skew: skew})
+			if limit := plan.Grace / MaxSkewFraction; skew > limit || -skew > limit {
+				return rep, &SkewError{Store: name, Skew: skew, Limit: limit}
+			}
+		}
+	}
+	began := plan.Now()
+	rep.Cutoff = began.Add(-plan.Grace)
+	refs, err := readReferences(ctx, plan, log, open, rep)
 	if err != nil {
-		return err
+		return rep, fmt.Errorf("nothing was deleted: %w", err)
 	}
-	if r[p.Store] == nil {
-		r[p.Store] = map[string]bool{}
+	for _, p := range plan.Prefixes {
+		sweep, err := sweepPrefix(ctx, plan, open[p.Store], p, refs, rep.Cutoff)
+		rep.Sweeps = append(rep.Sweeps, sweep)
+		if err != nil {
+			return rep, err
+		}
 	}
-	r[p.Store][p.Key] = true
-	return nil
+	return rep, nil
 }
 
-// Count is how many objects and bytes a verdict has, with a few examples.
-type Count struct {
-	Objects  int64
-	Bytes    int64
-	Examples []string
-}
-
-func (c *Count) add(o stores.Object) {
-	c.Objects++
-	c.Bytes += o.Size
-	if len(c.Examples) < 5 {
-		c.Examples = append(c.Examples, o.Key)
+func prefixStores(ps []Prefix) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p.Store] {
+			seen[p.Store] = true
+			out = append(out, p.Store)
+		}
 	}
+	return out
 }
 
-// Sweep sorts a store's objects into what is deleted and what is kept, and why.
-type Sweep struct {
-	// Delete: referenced by no record read, written before the cutoff.
-	Delete Count
-	// Referenced: a record read references it.
-	Referenced Count
-	// Young: unreferenced, but written after the cutoff (within the grace).
-	Young Count
-}
-
-// Decide says whether object o of a store whose references are refs is to
-// be deleted, and counts it.
-func (s *Sweep) Decide(o stores.Object, refs map[string]bool, cutoff Cutoff) bool {
-	switch {
-	case refs[o.Key]:
-		s.Referenced.add(o)
-		return false
-	case !o.Modified.Before(cutoff.Time):
-		s.Young.add(o)
-		return false
+func firstPrefix(ps []Prefix, store string) string {
+	for _, p := range ps {
+		if p.Store == store {
+			return p.Prefix
+		}
 	}
-	s.Delete.add(o)
-	return true
+	return ""
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 )
 
-// ProbeError says which step of a probe failed: put, get (read back), or
-// compare (the object read back differs from the one written).
+// ProbeError says which step of a probe failed: put, get (read back),
+// compare (the object read back differs from the one written), or list.
 type ProbeError struct {
 	Step string
 	Key  string
@@ -49,4 +51,39 @@ func Probe(ctx context.Context, s Store, prefix string) (leftBehind string, err 
 		return key, nil
 	}
 	return "", nil
+}
+
+// ErrListIgnoresPrefix: a store's listing returned a key outside the prefix
+// it was asked for. offloader gc keeps such keys, but a listing that cannot
+// be trusted to keep to its prefix hides what lies under it.
+var ErrListIgnoresPrefix = errors.New("the listing returned a key outside the prefix asked for")
+
+// ProbeList answers "does this store's listing keep to its prefix?": it
+// writes two probe objects under prefix, in sibling folders whose names
+// share a beginning, lists one folder, and wants exactly its own object
+// back. Both are deleted again.
+func ProbeList(ctx context.Context, s Store, prefix string) error {
+	nonce := make([]byte, 8)
+	rand.Read(nonce)
+	folder := prefix + "/offloader-probe-" + hex.EncodeToString(nonce)
+	inside, outside := folder+"/in", folder+"-out/out"
+	for _, key := range []string{inside, outside} {
+		if err := s.Put(ctx, key, []byte("offloader check listing probe"), Metadata{MetaOwner: "offloader-check"}); err != nil {
+			return &ProbeError{Step: "put", Key: key, Err: err}
+		}
+		defer s.Delete(context.WithoutCancel(ctx), key)
+	}
+	var got []string
+	if err := s.List(ctx, folder+"/", func(o Object) error { got = append(got, o.Key); return nil }); err != nil {
+		return &ProbeError{Step: "list", Key: folder + "/", Err: err}
+	}
+	for _, key := range got {
+		if !strings.HasPrefix(key, folder+"/") {
+			return &ProbeError{Step: "list", Key: folder + "/", Err: fmt.Errorf("%w: %s", ErrListIgnoresPrefix, key)}
+		}
+	}
+	if len(got) != 1 || got[0] != inside {
+		return &ProbeError{Step: "list", Key: folder + "/", Err: fmt.Errorf("listed %v, want only %s, just written there", got, inside)}
+	}
+	return nil
 }

@@ -37,7 +37,8 @@ type Store interface {
 	// object is ErrNotFound; a larger one is ErrOverLimit, found before its
 	// bytes are read.
 	Get(ctx context.Context, key string, limit int64) ([]byte, error)
-	// Stat returns the object's size without reading it. A missing object is ErrNotFound.
+	// Stat returns the object's size, write time and metadata without reading
+	// it. A missing object is ErrNotFound.
 	Stat(ctx context.Context, key string) (Info, error)
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
@@ -51,6 +52,11 @@ type Store interface {
 // name, owner). Keys are lower-case ASCII letters, digits and underscores and
 // values printable ASCII, so that every backend can keep them.
 type Metadata map[string]string
+
+// MetaWriter is the metadata key naming the pipeline that wrote an object
+// (config.Pipeline.Writer): offloader gc deletes only objects its pipeline
+// wrote, or that name no writer under a prefix it adopted.
+const MetaWriter = "writer"
 
 // MetaOwner is the metadata key naming whose object it is, such as the source
 // coordinates "orders.raw/3/1207". An object with an owner is only ever
@@ -81,6 +87,10 @@ type Object struct {
 // Info describes a stored object.
 type Info struct {
 	Size int64
+	// Modified is when it was last written, by the store's clock.
+	Modified time.Time
+	// Metadata is what was stored beside it (keys in lower case).
+	Metadata Metadata
 }
 
 // Timed is implemented by the configs of stores whose requests time out by

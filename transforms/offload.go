@@ -73,6 +73,14 @@ type OffloadConfig struct {
 // StoreName implements StoreUser.
 func (c *OffloadConfig) StoreName() string { return c.Store }
 
+// WritesUnder implements KeyWriter.
+func (c *OffloadConfig) WritesUnder(pipeline string) (store, prefix string) {
+	if c.Prefix == "" {
+		return c.Store, pipeline
+	}
+	return c.Store, c.Prefix
+}
+
 // Emits implements Bound: records up to the threshold stay inline, larger
 // ones become pointers.
 func (c *OffloadConfig) Emits(limit int) (int, bool) {
@@ -112,9 +120,13 @@ func init() {
 type Offload struct {
 	storeName string
 	payloads  stores.Store
+	// known are the pipeline's store names, which a pointer passing
+	// through must name.
+	known     map[string]bool
 	threshold int
 	prefix    string
 	pipeline  string
+	writer    string
 	retry     stores.RetryPolicy
 	keyMode   string
 	codec     string
@@ -136,12 +148,18 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 	if prefix == "" {
 		prefix = deps.Pipeline
 	}
+	known := map[string]bool{}
+	for name := range deps.Stores {
+		known[name] = true
+	}
 	return &Offload{
+		known:     known,
 		storeName: cfg.Store,
 		payloads:  store,
 		threshold: threshold,
 		prefix:    prefix,
 		pipeline:  deps.Pipeline,
+		writer:    deps.Writer,
 		retry:     deps.StoreRetry,
 		keyMode:   cfg.KeyMode,
 		codec:     cfg.Compression,
@@ -199,23 +217,52 @@ func withPointerHeaders(headers []pipeline.Header) []pipeline.Header {
 }
 
 // passes reports whether r passes through unchanged: a tombstone, a record at
-// or under the threshold, a record that already is a pointer, or one whose key
-// and headers alone are over the slim topic's limit (storing its value could
-// not make it fit: the size check sends it, whole, to the dead-letter path).
+// or under the threshold, or one whose key and headers alone are over the
+// slim topic's limit (storing its value could not make it fit: the size check
+// sends it, whole, to the dead-letter path). A pointer is checkPointer's.
 func (o *Offload) passes(r *pipeline.Record) bool {
-	return r.IsTombstone() || pointer.IsPointer(r.Header) || pipeline.EstimateRecordSize(r) <= o.threshold ||
+	return r.IsTombstone() || pipeline.EstimateRecordSize(r) <= o.threshold ||
 		(o.limit > 0 && !o.ValueOffloadFits(r, o.limit))
+}
+
+// checkPointer admits a record that carries the pointer marker only when it
+// is a v1 pointer that decodes and names one of the pipeline's stores: it
+// passes through unchanged, and is not offloaded twice. Anything else fails
+// with an error wrapping pointer.ErrMalformed or pointer.ErrUnknownVersion
+// (the dead-letter class malformed_pointer), so that no record reaches the
+// slim topic marked as a pointer without being one.
+func (o *Offload) checkPointer(r *pipeline.Record) error {
+	if err := pointer.CheckVersion(r.Header); err != nil {
+		return err
+	}
+	p, err := pointer.Decode(r.Value)
+	if err != nil {
+		return err
+	}
+	if !o.known[p.Store] {
+		return fmt.Errorf("%w: it names store %q, which this pipeline does not configure", pointer.ErrMalformed, p.Store)
+	}
+	return nil
 }
 
 // ApplyQuick implements pipeline.Quick: a record that passes through is done;
 // one to offload waits for a worker.
 func (o *Offload) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	if pointer.IsPointer(r.Header) {
+		return r, true, o.checkPointer(r)
+	}
 	return r, o.passes(r), nil
 }
 
 // Apply implements pipeline.Transform. Tombstones, records at or under the
 // threshold and records that already are pointers pass through unchanged.
 func (o *Offload) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	if pointer.IsPointer(r.Header) {
+		if err := o.checkPointer(r); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if o.passes(r) {
 		return r, nil
 	}
@@ -253,6 +300,9 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 	}
 	if owned {
 		meta[stores.MetaOwner] = stores.Owner(r.Topic, r.Partition, r.Offset)
+	}
+	if o.writer != "" {
+		meta[stores.MetaWriter] = o.writer
 	}
 	err := o.retry.Do(ctx, func(ctx context.Context) error {
 		return o.payloads.Put(ctx, key, stored, meta)

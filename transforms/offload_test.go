@@ -134,6 +134,25 @@ func TestOffloadReplacesOnlyOversizeValues(t *testing.T) {
 	if store.puts != 1 {
 		t.Errorf("%d puts, want 1", store.puts)
 	}
+	// A record marked as a pointer must be one this pipeline can resolve;
+	// otherwise it fails as malformed, in both paths, and is not stored.
+	forged := pointer.Pointer{Store: "elsewhere", Key: "k", Size: 1, SHA256: strings.Repeat("0", 64), Codec: "none", StoredSize: 1}
+	for name, r := range map[string]*pipeline.Record{
+		"not json":      {Value: []byte("{not json"), Headers: out.Headers},
+		"unknown store": {Value: forged.Encode(), Headers: out.Headers},
+		"version v9":    {Value: out.Value, Headers: []pipeline.Header{{Key: pointer.HeaderPointer, Value: []byte("v9")}}},
+	} {
+		_, err := o.Apply(ctx, r)
+		_, _, quickErr := o.ApplyQuick(r)
+		for _, e := range []error{err, quickErr} {
+			if !errors.Is(e, pointer.ErrMalformed) && !errors.Is(e, pointer.ErrUnknownVersion) {
+				t.Errorf("%s: %v, want a malformed pointer", name, e)
+			}
+		}
+	}
+	if store.puts != 1 {
+		t.Errorf("%d puts after the malformed pointers, want 1", store.puts)
+	}
 }
 
 // TestOffloadRetriesTransientStoreErrorsWithinBudget: a store that fails twice

@@ -25,6 +25,9 @@ import (
 type Deps struct {
 	// Pipeline is the pipeline's name.
 	Pipeline string
+	// Writer, when set, is written into each object's metadata as its
+	// writer (stores.MetaWriter), which offloader gc deletes by.
+	Writer string
 	// SourceTopics are the topics the pipeline consumes.
 	SourceTopics []string
 	// Stores are the pipeline's open payload stores by configured name.
@@ -37,6 +40,14 @@ type Deps struct {
 	// the slow ones).
 	StoreRetry stores.RetryPolicy
 	Logger     *zap.Logger
+}
+
+// KeyWriter is implemented by the configs of steps that write objects to a
+// store: offloader gc lists the prefix and validate keeps pipelines' apart.
+type KeyWriter interface {
+	// WritesUnder is the store and the key prefix (no trailing slash) the
+	// step writes under in a pipeline of that name.
+	WritesUnder(pipeline string) (store, prefix string)
 }
 
 // Bound is implemented by the configs of steps that bound the size of the

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -12,54 +15,74 @@ import (
 	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/stores"
 )
 
 func gcCommand() *command {
 	return &command{
 		name:    "gc",
-		summary: "delete the payloads no committed pointer can still reference",
-		usage:   "-c FILE [--pipeline NAME] [--grace DURATION] [--dry-run]",
+		summary: "delete the payloads no record can still reference",
+		usage:   "-c FILE [--pipeline NAME] [--grace DURATION] [--dry-run] [--json]",
 		help: `
-Finds the objects of the pipeline that no committed pointer can reference any
-more, and deletes them: payloads whose pointer records aged out of the slim
-topic's retention (or were deleted), and payloads of transactions that aborted.
+Deletes the objects of the pipeline that no record can reference any more:
+payloads whose pointer records aged out of the topics' retention (or were
+deleted), and payloads of transactions that aborted. It deletes an object
+only when it has proven three things, and keeps it, saying why, otherwise:
 
-It reads the slim, retry and dead-letter topics whole (read_committed) and
-notes every object their pointers reference, then lists each store under the
-key prefixes the pipeline's offload steps write. An object is deleted only
-when no record read references it and it was written more than --grace
-(default 24h) before the reading began: a pointer committed while gc runs,
-or one in a transaction still open, keeps its object. A reading that fails,
-or a pointer that does not decode, stops gc before it deletes anything; a
-crash mid-run leaves only objects that a later run deletes.
+  no record references it: every partition of the slim, retry and
+    dead-letter topics, and of the source topics from the group's committed
+    offsets (where a serializer's pointer waits for the daemon), is read
+    read_committed without a gap, from its log start to an end checked
+    after the read; what lies past a partition's last stable offset (behind
+    a transaction still open) is read uncommitted and kept whole. Whole
+    records kept for the dead-letter topic (.record) are looked inside. An
+    offset reset, any consumer error, or a topic that cannot be described
+    (an ACL) stops gc before it deletes anything; only a topic that does
+    not exist counts as empty.
+  it is this pipeline's: its key lies under a prefix an offload step of
+    the pipeline writes, and its metadata names the pipeline (its name and
+    slim topic) as its writer. Objects of another pipeline, and objects that
+    name no writer (the serializers', or written before offloader named
+    writers), are kept unless the store adopts their prefix (gc_adopt).
+  it is old: written more than --grace before the reading began. The grace
+    may not be shorter than the pipeline's floor, errors.store_budget +
+    transaction.timeout.ms + commit.interval (the longest an upload can
+    precede its commit), and a store whose clock is off this machine's by
+    more than a tenth of the grace (a probe object's write time tells) is
+    refused.
 
---dry-run deletes nothing and prints what it would: counts, bytes and
-examples. The summary says what was deleted and what was kept, and why.
+--dry-run deletes nothing and writes nothing (no clock probe); it prints
+what would be deleted. --json prints the report as JSON (docs/payload-lifetime.md
+describes it). gc needs Describe and Read on every topic it reads.
 
-A store's key prefix must belong to this pipeline alone (the offload step's
-prefix, by default the pipeline's name). A store with a lifecycle rule of its
-own needs no gc: declare the rule as object_lifetime beside the store's type,
-no shorter than the slim topic's retention.ms (offloader check tells).`,
+Example:
+  offloader gc -c pipeline.yaml --dry-run`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("gc"))
 			src := c.pipelineFlags(fs)
-			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this")
+			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this (at least the pipeline's floor)")
 			dryRun := fs.Bool("dry-run", false, "delete nothing; print what would be deleted")
+			asJSON := fs.Bool("json", false, "print the report as JSON")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
-			}
-			if *grace < 0 {
-				return c.usageError(fs, "--grace must not be negative")
 			}
 			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
 			}
+			if floor := p.GCFloor(); *grace < floor {
+				return c.usageError(fs, "%v", &gc.GraceError{Grace: *grace, Floor: floor})
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if err := c.collect(ctx, p, *grace, *dryRun); err != nil {
+			rep, err := c.collect(ctx, p, *grace, *dryRun)
+			if rep != nil {
+				if *asJSON {
+					printGCJSON(c.stdout, rep, err)
+				} else {
+					printGC(c.stdout, p, rep)
+				}
+			}
+			if err != nil {
 				fmt.Fprintf(c.stderr, "offloader gc: %v\n", err)
 				return exitFailure
 			}
@@ -68,111 +91,124 @@ no shorter than the slim topic's retention.ms (offloader check tells).`,
 	}
 }
 
-func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Duration, dryRun bool) error {
-	prefixes := writePrefixes(p)
+func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Duration, dryRun bool) (*gc.Report, error) {
+	prefixes := p.KeyPrefixes()
 	if len(prefixes) == 0 {
-		fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step): nothing to collect")
-		return nil
+		fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step, no gc_adopt): nothing to collect")
+		return nil, nil
 	}
 	logger, err := observability.NewLogger("console", "warn")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logger.Sync()
 	groups, err := kafkaedge.OpenGroups(p, logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer groups.Close()
-	began := time.Now()
-	refs := gc.References{}
-	topics := []string{p.SlimTopic, p.Errors.DeadLetterTopic}
-	for _, r := range p.Errors.RetryTopics {
-		topics = append(topics, r.Topic)
-	}
-	var read int
-	for _, topic := range topics {
-		if topic == "" {
-			continue
-		}
-		n, err := groups.Partitions(topic)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if topic == p.SlimTopic {
-				return fmt.Errorf("slim topic %s does not exist: without it gc cannot tell what is referenced", topic)
-			}
-			continue
-		}
-		err = readTopic(ctx, p, topic, nil, func(r *pipeline.Record) error {
-			read++
-			if err := refs.Add(r); err != nil {
-				return fmt.Errorf("%s[%d]@%d is marked as a pointer but does not decode (%v): gc stops rather than guess what it references", r.Topic, r.Partition, r.Offset, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("nothing was deleted: %w", err)
-		}
-	}
-	cutoff := gc.NewCutoff(began, grace)
 	open, err := p.OpenStores(ctx)
 	if err != nil {
-		return fmt.Errorf("nothing was deleted: %w", err)
+		return nil, fmt.Errorf("nothing was deleted: %w", err)
 	}
 	defer func() {
 		for _, s := range open {
 			s.Close()
 		}
 	}()
-	verb := "deleted"
-	if dryRun {
-		verb = "would delete"
+	var retries []string
+	for _, r := range p.Errors.RetryTopics {
+		retries = append(retries, r.Topic)
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "STORE\tPREFIX\t%s\tREFERENCED (KEPT)\tYOUNGER THAN %s (KEPT)\n", map[bool]string{true: "WOULD DELETE", false: "DELETED"}[dryRun], grace)
-	var examples []string
-	for name, list := range prefixes {
-		s, ok := open[name]
-		if !ok {
+	plan := gc.Plan{Writer: p.Writer(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
+		RetryTopics: retries, DeadLetterTopic: p.Errors.DeadLetterTopic, Prefixes: prefixes,
+		Grace: grace, Floor: p.GCFloor(), DryRun: dryRun, Now: time.Now}
+	return gc.Collect(ctx, plan, kafkaedge.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
+}
+
+// printGC prints what gc read, proved, kept and deleted.
+func printGC(w io.Writer, p *config.Pipeline, rep *gc.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tROLE\tPARTITION\tREAD (committed)\tLAST STABLE\tHIGH WATERMARK\tNOTE")
+	var open []string
+	for _, t := range rep.Topics {
+		if t.Missing {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\tdoes not exist: references nothing\n", t.Topic, t.Role)
 			continue
 		}
-		for _, prefix := range list {
-			var sweep gc.Sweep
-			err := s.List(ctx, prefix+"/", func(o stores.Object) error {
-				if !sweep.Decide(o, refs[name], cutoff) || dryRun {
-					return nil
-				}
-				return s.Delete(ctx, o.Key)
-			})
-			if err != nil {
-				tw.Flush()
-				return fmt.Errorf("store %q under %s/: %w (%d objects %s before it)", name, prefix, err, sweep.Delete.Objects, verb)
+		for _, pr := range t.Partitions {
+			var notes []string
+			if pr.StartAfter != pr.StartBefore {
+				notes = append(notes, fmt.Sprintf("log start moved %d -> %d during the read (those records were deleted from Kafka)", pr.StartBefore, pr.StartAfter))
 			}
-			fmt.Fprintf(tw, "%s\t%s/\t%d (%s)\t%d (%s)\t%d (%s)\n", name, prefix,
-				sweep.Delete.Objects, bytesIEC(sweep.Delete.Bytes), sweep.Referenced.Objects, bytesIEC(sweep.Referenced.Bytes),
-				sweep.Young.Objects, bytesIEC(sweep.Young.Bytes))
-			examples = append(examples, sweep.Delete.Examples...)
+			if pr.To < pr.End {
+				notes = append(notes, fmt.Sprintf("%d..%d read uncommitted: %d pointers kept", pr.To, pr.End, pr.UncommittedPointers))
+			}
+			if pr.Open() {
+				open = append(open, fmt.Sprintf("%s[%d] from offset %d (high watermark %d)", t.Topic, pr.Partition, pr.Stable, pr.End))
+			}
+			note := strings.Join(notes, "; ")
+			if note == "" {
+				note = "last stable = high watermark"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d..%d\t%d\t%d\t%s\n", t.Topic, t.Role, pr.Partition, pr.From, pr.To, pr.Stable, pr.End, note)
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(c.stdout, "\n%d records read from %v (read_committed); objects written after %s are kept\n", read, nonEmpty(topics), cutoff.Format(time.RFC3339))
-	if len(examples) > 0 {
-		fmt.Fprintf(c.stdout, "%s, for example:\n", verb)
-		for _, e := range examples[:min(5, len(examples))] {
-			fmt.Fprintf(c.stdout, "  %s\n", e)
+	fmt.Fprintf(w, "\n%d pointers read (%d more inside whole records)", rep.Pointers, rep.Inside)
+	if rep.NotPointers > 0 {
+		fmt.Fprintf(w, "; %d records marked as pointers are none and reference nothing, for example:\n  %s", rep.NotPointers, strings.Join(rep.NotPointerExamples, "\n  "))
+	}
+	fmt.Fprintln(w)
+	for _, o := range open {
+		fmt.Fprintf(w, "waiting on a transaction open on %s: every pointer past it is kept (kafka-transactions.sh --bootstrap-server %s describe-producers --topic T --partition P names its producer)\n",
+			o, p.Kafka.BootstrapServers)
+	}
+	verb := "DELETED"
+	if rep.DryRun {
+		verb = "WOULD DELETE"
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "STORE\tPREFIX\t%s\tREFERENCED\tUNCOMMITTED\tYOUNG\tOTHER WRITER\tNO WRITER\tOUTSIDE PREFIX\n", verb)
+	for _, s := range rep.Sweeps {
+		prefix := s.Prefix + "/"
+		if s.Adopted {
+			prefix += " (adopted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Store, prefix, countOf(s.Deleted), countOf(s.Referenced), countOf(s.Uncommitted),
+			countOf(s.Young), countOf(s.OtherWriter), countOf(s.NoWriter), countOf(s.Outside))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nkept: referenced by a committed record; UNCOMMITTED referenced only past a last stable offset; YOUNG written after %s (grace %s);\n"+
+		"OTHER WRITER another pipeline's (writer metadata); NO WRITER names none, under a prefix not adopted (gc_adopt); OUTSIDE PREFIX the store listed a key outside the prefix asked for\n",
+		rep.Cutoff.Format(time.RFC3339), rep.Grace)
+	for _, s := range rep.Sweeps {
+		for _, c := range []struct {
+			what string
+			c    gc.Count
+		}{{strings.ToLower(verb), s.Deleted}, {"kept, another writer's", s.OtherWriter}, {"kept, no writer", s.NoWriter},
+			{"kept, outside the prefix (this store's listing ignores its prefix: check its server)", s.Outside}} {
+			if c.c.Objects > 0 {
+				fmt.Fprintf(w, "%s under %s/ %s, for example: %s\n", s.Store, s.Prefix, c.what, strings.Join(c.c.Examples, ", "))
+			}
 		}
 	}
-	return nil
 }
 
-func nonEmpty(s []string) []string {
-	var out []string
-	for _, v := range s {
-		if v != "" {
-			out = append(out, v)
-		}
+func countOf(c gc.Count) string { return fmt.Sprintf("%d (%s)", c.Objects, bytesIEC(c.Bytes)) }
+
+// printGCJSON prints the report, and the error that stopped gc, if any.
+func printGCJSON(w io.Writer, rep *gc.Report, err error) {
+	doc := struct {
+		*gc.Report
+		Grace string `json:"grace"`
+		Error string `json:"error,omitempty"`
+	}{Report: rep, Grace: rep.Grace.String()}
+	if err != nil {
+		doc.Error = err.Error()
 	}
-	return out
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(doc)
 }

@@ -216,6 +216,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	}
 	deps := transforms.Deps{
 		Pipeline:       p.Name,
+		Writer:         p.Writer(),
 		SourceTopics:   p.Source.Topics,
 		Stores:         open,
 		SlimTopicLimit: topology.SlimLimit().Bytes,

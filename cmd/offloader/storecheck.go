@@ -12,7 +12,6 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/stores"
-	"github.com/offloader/offloader/transforms"
 )
 
 // storeRow is one line of check's store table.
@@ -27,7 +26,12 @@ type storeRow struct {
 // store that is only read (rehydrate) gets a read of a key that is not there.
 // Each store has errors.store_budget for all of it.
 func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaedge.Problem) {
-	prefixes := writePrefixes(p)
+	prefixes := map[string][]string{}
+	for _, kp := range p.KeyPrefixes() {
+		if !kp.Adopted {
+			prefixes[kp.Store] = append(prefixes[kp.Store], kp.Prefix)
+		}
+	}
 	var rows []storeRow
 	var problems []kafkaedge.Problem
 	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
@@ -70,6 +74,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 			default:
 				rows = append(rows, storeRow{name, spec.Type, check, "ok"})
 			}
+			rows, problems = checkListing(sctx, p, name, spec.Type, s, prefix, rows, problems)
 		}
 		s.Close()
 		cancel()
@@ -77,22 +82,45 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 	return rows, problems
 }
 
-// writePrefixes is, per store, the key prefixes the pipeline's offload steps
-// write under.
-func writePrefixes(p *config.Pipeline) map[string][]string {
-	out := map[string][]string{}
-	for _, step := range p.Transforms {
-		if c, ok := step.Config.(*transforms.OffloadConfig); ok {
-			prefix := c.Prefix
-			if prefix == "" {
-				prefix = p.Name
-			}
-			if !slices.Contains(out[c.Store], prefix) {
-				out[c.Store] = append(out[c.Store], prefix)
-			}
+// otherWritersSampled is how many objects under a prefix check reads the
+// writer of.
+const otherWritersSampled = 20
+
+// checkListing probes that the store's listing keeps to its prefix (gc
+// lists to find what to delete), and warns when the first objects under
+// the prefix name another pipeline as their writer.
+func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s stores.Store, prefix string, rows []storeRow, problems []kafkaedge.Problem) ([]storeRow, []kafkaedge.Problem) {
+	check := "list keeps to " + prefix + "/"
+	if err := stores.ProbeList(ctx, s, prefix); err != nil {
+		rows = append(rows, storeRow{name, typ, check, "FAILS"})
+		fix := fmt.Sprintf("store %q's listing must return only keys under the prefix asked for; offloader gc keeps keys outside it, but cannot trust what it lists: fix the server", name)
+		if !errors.Is(err, stores.ErrListIgnoresPrefix) {
+			fix = accessFix("list", name)
+		}
+		return rows, append(problems, kafkaedge.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: fix})
+	}
+	rows = append(rows, storeRow{name, typ, check, "ok"})
+	var sampled []string
+	errEnough := errors.New("enough")
+	err := s.List(ctx, prefix+"/", func(o stores.Object) error {
+		sampled = append(sampled, o.Key)
+		if len(sampled) == otherWritersSampled {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return rows, problems // the probe above listed; a failure here is the store's mood, not a finding
+	}
+	for _, key := range sampled {
+		info, err := s.Stat(ctx, key)
+		if w := info.Metadata[stores.MetaWriter]; err == nil && w != "" && w != p.Writer() {
+			rows = append(rows, storeRow{name, typ, "writers under " + prefix + "/",
+				fmt.Sprintf("WARN: %s was written by %s, not this pipeline (%s): two pipelines share the prefix; gc of each keeps the other's objects, but give this one a prefix of its own (prefix: on the offload step)", key, w, p.Writer())})
+			break
 		}
 	}
-	return out
+	return rows, problems
 }
 
 func openFix(err error) string {
@@ -118,6 +146,7 @@ func accessFix(what, name string) string {
 	role := map[string]string{
 		"write": "Azure: the role Storage Blob Data Contributor, or a SAS with the permissions r, c and w; filesystem: write permission on its root",
 		"read":  "Azure: the role Storage Blob Data Reader, or a SAS with the permission r; filesystem: read permission on its root",
+		"list":  "Azure: the role Storage Blob Data Contributor, or a SAS with the permissions l and d as well; S3: s3:ListBucket; filesystem: read permission on its root",
 	}[what]
 	return fmt.Sprintf("give store %q's credentials %s access (%s)", name, what, role)
 }

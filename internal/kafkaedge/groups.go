@@ -2,6 +2,7 @@ package kafkaedge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,17 +31,45 @@ func OpenGroups(p *config.Pipeline, log *zap.Logger) (*Groups, error) {
 // Close closes the admin client.
 func (g *Groups) Close() { g.a.Close() }
 
-// Partitions is the number of partitions of topic (0: it does not exist).
+// Partitions is the number of partitions of topic: 0 only when the broker
+// says it does not exist. A topic that cannot be described (an ACL, a
+// partition without a leader) is an error that names it, never 0.
 func (g *Groups) Partitions(topic string) (int, error) {
 	md, err := g.a.GetMetadata(&topic, false, 10_000)
 	if err != nil {
 		return 0, fmt.Errorf("reading the metadata of %s: %w", topic, err)
 	}
 	tm, ok := md.Topics[topic]
-	if !ok || tm.Error.Code() != kafka.ErrNoError {
-		return 0, nil
+	if err := topicError(topic, tm, ok); err != nil {
+		if errors.Is(err, ErrNoTopic) {
+			return 0, nil
+		}
+		return 0, err
 	}
 	return len(tm.Partitions), nil
+}
+
+// ErrNoTopic: the broker says the topic does not exist.
+var ErrNoTopic = errors.New("topic does not exist")
+
+// topicError is what a topic's metadata says is wrong with it: ErrNoTopic
+// when it does not exist, another error when it cannot be described or read
+// whole (no authorization, a partition without a leader), nil when it can.
+func topicError(topic string, tm kafka.TopicMetadata, found bool) error {
+	switch code := tm.Error.Code(); {
+	case !found || code == kafka.ErrUnknownTopicOrPart || code == kafka.ErrUnknownTopic:
+		return fmt.Errorf("%s: %w", topic, ErrNoTopic)
+	case code == kafka.ErrTopicAuthorizationFailed:
+		return fmt.Errorf("topic %s cannot be described: %v (grant this principal Describe and Read on it)", topic, tm.Error)
+	case code != kafka.ErrNoError:
+		return fmt.Errorf("topic %s cannot be described: %v", topic, tm.Error)
+	}
+	for _, pm := range tm.Partitions {
+		if pm.Error.Code() != kafka.ErrNoError {
+			return fmt.Errorf("topic %s partition %d cannot be read: %v", topic, pm.ID, pm.Error)
+		}
+	}
+	return nil
 }
 
 // Watermarks are each partition's first and end offsets, for a reader with

@@ -45,17 +45,32 @@ type ReaderOptions struct {
 	// Until, when set, ends a partition before the offset it names: the
 	// records from there on are not returned.
 	Until map[int32]int64
+	// Starts, when set, are exact offsets to begin each listed partition at
+	// (From is not used for them; Partitions defaults to their keys). An
+	// offset no longer in the log is an error, as every offset reset is.
+	Starts map[int32]int64
+	// Uncommitted reads read_uncommitted: the records of open and aborted
+	// transactions too. The default is read_committed.
+	Uncommitted bool
 }
 
 // Reader reads partitions of one topic, read_committed, from a Start: to the
 // end of each partition, or on (following) until its context ends. It joins
 // no group and commits nothing.
+//
+// A bounded read never skips: librdkafka's auto.offset.reset is "error", so
+// an offset that left the log while it was read (retention, DeleteRecords)
+// is an error naming the partition, never a silent jump to the end or the
+// start, and so is every other consumer error. A read that follows (cat
+// --follow) rides out a broker that is away, as librdkafka reconnects by
+// itself, but stops on a reset too.
 type Reader struct {
 	c         *kafka.Consumer
 	topic     string
 	follow    bool
 	remaining map[int32]bool // partitions not read to their end yet
 	until     map[int32]int64
+	ends      map[int32]int64 // where each partition's end was met
 }
 
 // OpenReader opens a reader.
@@ -74,29 +89,42 @@ func OpenReader(o ReaderOptions) (*Reader, error) {
 	cm["group.id"] = "offloader-reader" // required by librdkafka; nothing is committed
 	cm["enable.auto.commit"] = false
 	cm["isolation.level"] = "read_committed"
+	if o.Uncommitted {
+		cm["isolation.level"] = "read_uncommitted"
+	}
 	cm["enable.partition.eof"] = true
+	// librdkafka's default, largest, turns an offset that retention deleted
+	// under the reader into a jump to the end: every record between would
+	// be skipped without a word (offloader gc took that for the end).
+	cm["auto.offset.reset"] = "error"
 	c, err := kafka.NewConsumer(&cm)
 	if err != nil {
 		return nil, err
 	}
 	from := o.From
 	r := &Reader{c: c, topic: o.Topic, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0,
-		remaining: map[int32]bool{}, until: o.Until}
-	if err := r.assign(o.Topic, o.Partitions, from); err != nil {
+		remaining: map[int32]bool{}, until: o.Until, ends: map[int32]int64{}}
+	only := o.Partitions
+	if len(only) == 0 {
+		for p := range o.Starts {
+			only = append(only, p)
+		}
+	}
+	if err := r.assign(o.Topic, only, from, o.Starts); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Reader) assign(topic string, only []int32, from Start) error {
+func (r *Reader) assign(topic string, only []int32, from Start, starts map[int32]int64) error {
 	md, err := r.c.GetMetadata(&topic, false, 10_000)
 	if err != nil {
 		return fmt.Errorf("reading metadata of %s: %w", topic, err)
 	}
 	tm, ok := md.Topics[topic]
-	if !ok || tm.Error.Code() != kafka.ErrNoError {
-		return fmt.Errorf("topic %s does not exist", topic)
+	if err := topicError(topic, tm, ok); err != nil {
+		return err
 	}
 	has := map[int32]bool{}
 	for _, pm := range tm.Partitions {
@@ -114,7 +142,14 @@ func (r *Reader) assign(topic string, only []int32, from Start) error {
 			return fmt.Errorf("topic %s has no partition %d (it has %d, numbered from 0)", topic, id, len(tm.Partitions))
 		}
 		tp := kafka.TopicPartition{Topic: &topic, Partition: id, Offset: kafka.Offset(from.Offset)}
+		exact, isExact := starts[id]
 		switch {
+		case isExact:
+			tp.Offset = kafka.Offset(exact)
+			if stop, ok := r.until[id]; ok && exact >= stop {
+				r.ends[id] = exact // an empty range: nothing to read
+				continue
+			}
 		case !from.Time.IsZero():
 			tp.Offset = kafka.Offset(from.Time.UnixMilli())
 		case from.Tail > 0:
@@ -127,7 +162,7 @@ func (r *Reader) assign(topic string, only []int32, from Start) error {
 		tps = append(tps, tp)
 		r.remaining[id] = true
 	}
-	if !from.Time.IsZero() {
+	if !from.Time.IsZero() && len(starts) == 0 {
 		if tps, err = r.c.OffsetsForTimes(tps, 10_000); err != nil {
 			return fmt.Errorf("looking up offsets for %s: %w", from.Time, err)
 		}
@@ -174,9 +209,7 @@ func (r *Reader) offsetsFrom(topic string, partition int32, start int64) ([]int6
 				return offsets, nil
 			}
 		case kafka.Error:
-			if ev.IsFatal() {
-				return nil, ev
-			}
+			return nil, fmt.Errorf("reading %s[%d] from offset %d: %w", topic, partition, start, ev)
 		case *kafka.Message:
 			if ev.TopicPartition.Partition == partition && int64(ev.TopicPartition.Offset) >= start {
 				offsets = append(offsets, int64(ev.TopicPartition.Offset))
@@ -188,7 +221,8 @@ func (r *Reader) offsetsFrom(topic string, partition int32, start int64) ([]int6
 
 // Next returns the next record, waiting up to timeout for one (nil, nil
 // without one), or ErrEnd once every partition was read to its end (not
-// when following).
+// when following). Any consumer error ends a bounded read: an offset reset
+// is a *ResetError.
 func (r *Reader) Next(ctx context.Context, timeout time.Duration) (*pipeline.Record, error) {
 	for deadline := time.Now().Add(timeout); ; {
 		if !r.follow && len(r.remaining) == 0 {
@@ -203,21 +237,26 @@ func (r *Reader) Next(ctx context.Context, timeout time.Duration) (*pipeline.Rec
 		}
 		switch ev := r.c.Poll(int(max(left, time.Millisecond).Milliseconds())).(type) {
 		case kafka.PartitionEOF:
-			// The end of the partition (transaction markers included).
+			// The end of the partition (transaction markers included): the
+			// last stable offset when read_committed, else the high watermark.
+			if r.remaining[ev.Partition] {
+				r.ends[ev.Partition] = int64(ev.Offset)
+			}
 			delete(r.remaining, ev.Partition)
 		case kafka.Error:
-			if ev.IsFatal() {
-				return nil, ev
+			if err := r.consumerError(ev); err != nil {
+				return nil, err
 			}
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
-				return nil, ev.TopicPartition.Error
+				return nil, fmt.Errorf("reading %s[%d]: %w", r.topic, ev.TopicPartition.Partition, ev.TopicPartition.Error)
 			}
 			p := ev.TopicPartition.Partition
 			if stop, ok := r.until[p]; ok && int64(ev.TopicPartition.Offset) >= stop {
 				// Past the end asked for: this partition is done.
 				if r.remaining[p] {
 					delete(r.remaining, p)
+					r.ends[p] = stop
 					r.c.Pause([]kafka.TopicPartition{{Topic: &r.topic, Partition: p}})
 				}
 				continue
@@ -226,6 +265,37 @@ func (r *Reader) Next(ctx context.Context, timeout time.Duration) (*pipeline.Rec
 		}
 	}
 }
+
+// consumerError is what a consumer error means to the read: nil for a
+// broker connection that a following read waits out (librdkafka reconnects
+// and resumes where it was), else the error that ends it.
+func (r *Reader) consumerError(ev kafka.Error) error {
+	switch {
+	case ev.Code() == kafka.ErrAutoOffsetReset:
+		return &ResetError{Topic: r.topic, Err: ev}
+	case r.follow && !ev.IsFatal() && (ev.Code() == kafka.ErrTransport || ev.Code() == kafka.ErrAllBrokersDown):
+		return nil
+	}
+	return fmt.Errorf("reading %s: %w", r.topic, ev)
+}
+
+// Ends are the offsets at which the partitions read to their end met it
+// (read_committed: the last stable offset then; with Until: its offset).
+func (r *Reader) Ends() map[int32]int64 { return r.ends }
+
+// ResetError: an offset the reader stood at left the log (retention or
+// DeleteRecords moved the log start past it, or the log was truncated). A
+// read never resets past it: the records in between would be skipped.
+type ResetError struct {
+	Topic string
+	Err   error
+}
+
+func (e *ResetError) Error() string {
+	return fmt.Sprintf("reading %s: an offset left the log while it was read (retention or DeleteRecords moved the log start past it); nothing was skipped, the read stopped: %v", e.Topic, e.Err)
+}
+
+func (e *ResetError) Unwrap() error { return e.Err }
 
 // ErrEnd: every partition was read to its end.
 var ErrEnd = errors.New("read to the end")

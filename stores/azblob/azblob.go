@@ -370,9 +370,12 @@ func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
 	if err != nil {
 		return stores.Info{}, s.fail("stat", key, err)
 	}
-	var info stores.Info
+	info := stores.Info{Metadata: fromMetadata(props.Metadata)}
 	if props.ContentLength != nil {
 		info.Size = *props.ContentLength
+	}
+	if props.LastModified != nil {
+		info.Modified = *props.LastModified
 	}
 	return info, nil
 }

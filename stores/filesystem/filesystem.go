@@ -305,8 +305,19 @@ func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
 	if err != nil {
 		return stores.Info{}, s.fail("stat", key, err)
 	}
-	f.Close()
-	return stores.Info{Size: size}, nil
+	defer f.Close()
+	info := stores.Info{Size: size}
+	if fi, err := f.Stat(); err == nil {
+		info.Modified = fi.ModTime()
+	}
+	meta, err := s.readMeta(key)
+	switch {
+	case err == nil:
+		info.Metadata = meta
+	case !errors.Is(err, fs.ErrNotExist):
+		return stores.Info{}, s.fail("stat", key, err)
+	}
+	return info, nil
 }
 
 // Delete removes the object and its metadata; a missing object is not an error.

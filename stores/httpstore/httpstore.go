@@ -115,6 +115,17 @@ const (
 	headerSHA256 = "X-Offloader-Sha256"
 )
 
+// headerMetadata is the object metadata in a response's headers.
+func headerMetadata(h http.Header) stores.Metadata {
+	meta := stores.Metadata{}
+	for k, v := range h {
+		if strings.HasPrefix(k, metaPrefix) && len(v) > 0 {
+			meta[strings.ToLower(strings.TrimPrefix(k, metaPrefix))] = v[0]
+		}
+	}
+	return meta
+}
+
 // Store is an HTTP payload store.
 type Store struct {
 	name   string
@@ -275,12 +286,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 		if head.StatusCode != http.StatusOK {
 			return s.fail("put", key, head, nil)
 		}
-		existing := stores.Metadata{}
-		for k, v := range head.Header {
-			if strings.HasPrefix(k, metaPrefix) && len(v) > 0 {
-				existing[strings.ToLower(strings.TrimPrefix(k, metaPrefix))] = v[0]
-			}
-		}
+		existing := headerMetadata(head.Header)
 		if !stores.MayReplace(existing, meta) {
 			return &stores.Error{Store: s.name, Op: "put", Key: key, Kind: stores.Permanent,
 				Err: fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner])}
@@ -374,7 +380,11 @@ func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
 	if err != nil {
 		return stores.Info{}, &stores.Error{Store: s.name, Op: "stat", Key: key, Kind: stores.Retryable, Err: errors.New("the server sent no Content-Length")}
 	}
-	return stores.Info{Size: size}, nil
+	info := stores.Info{Size: size, Metadata: headerMetadata(resp.Header)}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		info.Modified = t
+	}
+	return info, nil
 }
 
 // Delete removes the object; a 404 is not an error.

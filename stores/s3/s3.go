@@ -360,7 +360,11 @@ func (s *Store) Stat(ctx context.Context, key string) (stores.Info, error) {
 	if err != nil {
 		return stores.Info{}, s.fail("stat", key, err)
 	}
-	return stores.Info{Size: aws.ToInt64(out.ContentLength)}, nil
+	meta := stores.Metadata{}
+	for k, v := range out.Metadata {
+		meta[strings.ToLower(k)] = v
+	}
+	return stores.Info{Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified), Metadata: meta}, nil
 }
 
 // Delete removes the object; a missing object is not an error.

@@ -41,9 +41,17 @@ func Run(t *testing.T, s stores.Store) {
 			if sha256.Sum256(got) != sha256.Sum256(value) || len(got) != size {
 				t.Fatalf("%d bytes stored, %d different bytes read back", size, len(got))
 			}
+			before := time.Now()
 			info, err := s.Stat(ctx, key)
 			if err != nil || info.Size != int64(size) {
 				t.Fatalf("Stat = %+v, %v; want size %d", info, err, size)
+			}
+			// offloader gc reads the writer from Stat before it deletes.
+			if info.Metadata["source_topic"] != "t" || info.Metadata["source_offset"] != "1" {
+				t.Errorf("Stat's metadata = %v, want what Put stored (source_topic t, source_offset 1)", info.Metadata)
+			}
+			if d := info.Modified.Sub(before); info.Modified.IsZero() || d > time.Minute || d < -time.Minute {
+				t.Errorf("Stat's Modified = %v, want within a minute of %v", info.Modified, before)
 			}
 		}
 	})

@@ -151,6 +151,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(o.data)
 		w.Header().Set("X-Offloader-Sha256", hex.EncodeToString(sum[:]))
 		w.Header().Set("ETag", o.etag)
+		w.Header().Set("Last-Modified", o.modified.UTC().Format(http.TimeFormat))
 		w.Header().Set("Content-Length", strconv.Itoa(len(o.data)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
