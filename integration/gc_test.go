@@ -3,9 +3,12 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
-	"regexp"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/azblob"
 	"github.com/offloader/offloader/stores/filesystem"
@@ -29,12 +33,153 @@ func storeKeys(t *testing.T, s stores.Store, prefix string) []string {
 	return keys
 }
 
+// gcGrace is the grace the gc tests run at: over the floor of the pipelines
+// gcPipelineFile writes with errors.store_budget 2s (+ transaction.timeout.ms
+// 5s + commit interval 50ms).
+const gcGrace = 8 * time.Second
+
+// gcPipelineFile is pipelineFile with a small gc floor, and consumer
+// properties (which gc's reads use too) of the test's choosing.
+func gcPipelineFile(t *testing.T, name, source, slim, group, storeYAML, consumer, extra string) string {
+	t.Helper()
+	if consumer == "" {
+		consumer = "{}"
+	}
+	return writeConfig(t, fmt.Sprintf(`
+pipelines:
+  %s:
+    kafka:
+      bootstrap_servers: %q
+      consumer: %s
+      producer: {transaction.timeout.ms: 5000}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    commit: {max_records: 200, interval: 50ms}
+    stores:
+%s
+    transforms:
+      - {type: offload, store: payloads, threshold: 64KiB}
+    observability: {listen: "", log_format: console, log_level: info}
+%s`, name, bootstrap, consumer, source, group, slim, storeYAML, extra))
+}
+
+// gcReport is what offloader gc --json prints.
+type gcReport struct {
+	gc.Report
+	Error string `json:"error"`
+}
+
+// runGC runs offloader gc --json with args and returns its exit code and report.
+func runGC(t *testing.T, cfg string, args ...string) (int, gcReport, string) {
+	t.Helper()
+	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-c", cfg, "--json"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if exit, ok := err.(*exec.ExitError); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var rep gcReport
+	if stdout.Len() > 0 {
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatalf("gc --json printed no report: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	}
+	return code, rep, stderr.String()
+}
+
+// sweepCounts are a report's deleted, referenced and young counts of its first prefix.
+func sweepCounts(rep gcReport) string {
+	if len(rep.Sweeps) == 0 {
+		return "no sweep"
+	}
+	s := rep.Sweeps[0]
+	return fmt.Sprintf("%d %d %d", s.Deleted.Objects, s.Referenced.Objects, s.Young.Objects)
+}
+
+// backdate sets the write time of every file under root an hour back, so
+// that a filesystem store's objects are past any grace at once.
+func backdate(t *testing.T, root string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Chtimes(path, old, old)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pastGrace waits until objects written up to now are older than gcGrace.
+func pastGrace() { time.Sleep(gcGrace + 1500*time.Millisecond) }
+
+// assertAllResolve reads every record of topics (read_committed) and
+// resolves each pointer in s, byte for byte against want when want has its
+// key; it returns how many records it read.
+func assertAllResolve(t *testing.T, s stores.Store, topics ...string) int {
+	t.Helper()
+	n := 0
+	for _, topic := range topics {
+		for _, m := range readToEnd(t, topic) {
+			resolve(t, s, m)
+			n++
+		}
+	}
+	return n
+}
+
+// readToEnd reads every partition of topic, read_committed, from its start
+// to its end, as an independent client (no offloader code).
+func readToEnd(t *testing.T, topic string) []*kafka.Message {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": uniqueName(t, "reader"),
+		"enable.auto.commit": false, "isolation.level": "read_committed", "enable.partition.eof": true, "auto.offset.reset": "error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	md, err := c.GetMetadata(&topic, false, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tps []kafka.TopicPartition
+	for _, p := range md.Topics[topic].Partitions {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p.ID, Offset: kafka.OffsetBeginning})
+	}
+	if err := c.Assign(tps); err != nil {
+		t.Fatal(err)
+	}
+	var out []*kafka.Message
+	done := map[int32]bool{}
+	for deadline := time.Now().Add(time.Minute); len(done) < len(tps); {
+		if time.Now().After(deadline) {
+			t.Fatalf("reading %s to its end took over a minute", topic)
+		}
+		switch ev := c.Poll(200).(type) {
+		case *kafka.Message:
+			out = append(out, ev)
+		case kafka.PartitionEOF:
+			done[ev.Partition] = true
+		case kafka.Error:
+			t.Fatalf("reading %s: %v", topic, ev)
+		}
+	}
+	return out
+}
+
 // TestGCDeletesExactlyTheUnreferencedPayloads, on the filesystem, Azurite
 // and the S3 emulator: after a run, objects that no pointer references (a
 // few planted as an aborted transaction would leave them, and those whose
 // pointers were deleted from the slim topic as retention would) are deleted,
 // and only those; within the grace period nothing is; a dry run deletes
-// nothing; a second run finds nothing; every pointer left still resolves.
+// nothing; a second run finds nothing; objects of another writer, or of
+// none, are kept; every pointer left still resolves.
 func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 	for _, kind := range []string{"filesystem", "azblob", "s3"} {
 		t.Run(kind, func(t *testing.T) {
@@ -51,11 +196,11 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			case "azblob":
 				cfg := azblob.DefaultConfig()
 				cfg.ConnectionString, cfg.Container, cfg.CreateContainer = azureConnStr, uniqueName(t, "c"), true
-				storeYAML = fmt.Sprintf("      payloads: {type: azblob, connection_string: %q, container: %s, create_container: true}", azureConnStr, cfg.Container)
+				storeYAML = fmt.Sprintf("      payloads: {type: azblob, connection_string: %q, container: %s, create_container: true, try_timeout: 1500ms}", azureConnStr, cfg.Container)
 				store, err = azblob.Open(ctx, "payloads", cfg)
 			case "s3":
 				cfg := s3Config(t)
-				storeYAML = fmt.Sprintf("      payloads: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1}", cfg.Bucket, s3Endpoint)
+				storeYAML = fmt.Sprintf("      payloads: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1, try_timeout: 1500ms}", cfg.Bucket, s3Endpoint)
 				store, err = s3.Open(ctx, "payloads", cfg)
 			}
 			if err != nil {
@@ -80,16 +225,24 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			// fit, writes no value object for it).
 			big := append([]byte("30"), bytes.Repeat([]byte{'k'}, 2<<20)...)
 			produceRecords(t, raw, append(recs, sourceRecord{key: big, value: bytes.Repeat([]byte{'v'}, 100<<10)}))
-			cfg := pipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
+			cfg := gcPipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "", "    errors: {dead_letter_topic: "+dead+", store_budget: 2s}")
+			writer := stores.Metadata{stores.MetaWriter: "gc@" + slim}
 			if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
 			}
 			prefix := "gc/" + raw + "/"
 			// What an aborted transaction leaves: objects under the pipeline's keys, no pointer.
 			for _, o := range []int{1000, 1001, 1002} {
-				if err := store.Put(ctx, fmt.Sprintf("%s0/%d", prefix, o), []byte("orphan"), nil); err != nil {
+				if err := store.Put(ctx, fmt.Sprintf("%s0/%d", prefix, o), []byte("orphan"), writer); err != nil {
 					t.Fatal(err)
 				}
+			}
+			// Another pipeline's object, and one naming no writer: kept.
+			if err := store.Put(ctx, prefix+"0/2000", []byte("theirs"), stores.Metadata{stores.MetaWriter: "gc@another.slim"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Put(ctx, prefix+"0/2001", []byte("nobody's"), nil); err != nil {
+				t.Fatal(err)
 			}
 			// Retention: the slim records before source record 9 go, with the pointers of 0, 3 and 6.
 			got := consumeAll(t, slim, 30, 30*time.Second)
@@ -104,35 +257,35 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 				t.Fatalf("DeleteRecords before %d: %v %v", cut, err, res)
 			}
 			before := storeKeys(t, store, prefix)
-			if len(before) != 14 {
-				t.Fatalf("the store holds %d objects, want 10 offloaded, record 30 whole, and 3 planted: %v", len(before), before)
+			if len(before) != 16 {
+				t.Fatalf("the store holds %d objects, want 10 offloaded, record 30 whole, and 5 planted: %v", len(before), before)
 			}
-			gcRun := func(args ...string) string {
-				out, err := exec.Command(offloaderBinary(t), append([]string{"gc", "-c", cfg}, args...)...).CombinedOutput()
-				if err != nil {
-					t.Fatalf("gc %v: %v\n%s", args, err, out)
+			gcRun := func(args ...string) gcReport {
+				code, rep, stderr := runGC(t, cfg, args...)
+				if code != 0 {
+					t.Fatalf("gc %v: exit %d\n%s", args, code, stderr)
 				}
-				return string(out)
+				return rep
 			}
-			row := regexp.MustCompile(`payloads\s+gc/\s+(\d+) \(.*?\)\s+(\d+) \(.*?\)\s+(\d+) \(`)
-			counts := func(out string) string {
-				m := row.FindStringSubmatch(out)
-				if m == nil {
-					t.Fatalf("no table row:\n%s", out)
-				}
-				return strings.Join(m[1:], " ")
+			if c := sweepCounts(gcRun("--grace", "1h")); c != "0 8 8" {
+				t.Errorf("within the grace: deleted, referenced, young = %s, want 0 8 8", c)
 			}
-			if c := counts(gcRun()); c != "0 8 6" {
-				t.Errorf("within the grace: deleted, referenced, young = %s, want 0 8 6", c)
+			if code, _, stderr := runGC(t, cfg, "--grace", "0s"); code != 2 || !strings.Contains(stderr, "under this pipeline's floor of 7.05s") {
+				t.Errorf("--grace 0s: exit %d, %s; want it refused (exit 2) naming the floor", code, stderr)
 			}
-			if c := counts(gcRun("--grace", "0s", "--dry-run")); c != "6 8 0" || len(storeKeys(t, store, prefix)) != 14 {
-				t.Errorf("dry run: %s, and %d objects left; want 6 8 0 and 14", c, len(storeKeys(t, store, prefix)))
+			pastGrace()
+			if rep := gcRun("--grace", gcGrace.String(), "--dry-run"); sweepCounts(rep) != "6 8 0" || len(storeKeys(t, store, prefix)) != 16 {
+				t.Errorf("dry run: %s, and %d objects left; want 6 8 0 and 16", sweepCounts(rep), len(storeKeys(t, store, prefix)))
 			}
-			if c := counts(gcRun("--grace", "0s")); c != "6 8 0" {
-				t.Errorf("gc: %s, want 6 8 0", c)
+			rep := gcRun("--grace", gcGrace.String())
+			if c := sweepCounts(rep); c != "6 8 0" || rep.Sweeps[0].OtherWriter.Objects != 1 || rep.Sweeps[0].NoWriter.Objects != 1 {
+				t.Errorf("gc: %s, other writer %d, no writer %d; want 6 8 0, 1, 1", c, rep.Sweeps[0].OtherWriter.Objects, rep.Sweeps[0].NoWriter.Objects)
+			}
+			if len(rep.Topics) != 3 || rep.Topics[0].Partitions[0].From != int64(cut) || rep.Topics[0].Partitions[0].Open() {
+				t.Errorf("topics read: %+v; want slim from %d (stable), the dead-letter and the source topic", rep.Topics, cut)
 			}
 			after := storeKeys(t, store, prefix)
-			want := []string{prefix + "0/30.record"} // the dead-letter topic's pointer keeps it
+			want := []string{prefix + "0/2000", prefix + "0/2001", prefix + "0/30.record"} // the dead-letter topic's pointer keeps the record
 			for _, i := range []int{9, 12, 15, 18, 21, 24, 27} {
 				want = append(want, fmt.Sprintf("%s0/%d", prefix, i))
 			}
@@ -140,7 +293,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			if fmt.Sprint(after) != fmt.Sprint(want) {
 				t.Errorf("left %v, want %v", after, want)
 			}
-			if c := counts(gcRun("--grace", "0s")); c != "0 8 0" {
+			if c := sweepCounts(gcRun("--grace", gcGrace.String())); c != "0 8 0" {
 				t.Errorf("a second gc: %s, want 0 8 0", c)
 			}
 			// Pointers committed while gc runs keep their objects: a daemon
@@ -158,7 +311,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			d := startDaemon(t, cfg)
 			produceRecords(t, raw, more)
 			for range 3 {
-				gcRun("--grace", "30s")
+				gcRun("--grace", gcGrace.String())
 			}
 			consumeAll(t, slim, 30, 30*time.Second)
 			if code := d.stop(t, 45*time.Second); code != 0 {
