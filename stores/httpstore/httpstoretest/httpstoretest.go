@@ -34,7 +34,14 @@ type Server struct {
 	requests atomic.Int64
 	faults   bool
 	stall    time.Duration
+	// ignoreListPrefix lists every object whatever the prefix asked for, as
+	// a server that does not know ?prefix= would.
+	ignoreListPrefix atomic.Bool
 }
+
+// IgnoreListPrefix makes the listing ignore ?prefix= from now on: a broken
+// server offloader gc and check must not trust.
+func (s *Server) IgnoreListPrefix() { s.ignoreListPrefix.Store(true) }
 
 type object struct {
 	data     []byte
@@ -47,7 +54,7 @@ type object struct {
 func (s *Server) list(w http.ResponseWriter, prefix, after string) {
 	keys := make([]string, 0, len(s.objects))
 	for k := range s.objects {
-		if strings.HasPrefix(k, prefix) && k > after {
+		if (strings.HasPrefix(k, prefix) || s.ignoreListPrefix.Load()) && k > after {
 			keys = append(keys, k)
 		}
 	}
