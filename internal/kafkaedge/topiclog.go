@@ -27,7 +27,9 @@ func NewTopicLog(g *Groups, bootstrap string, properties map[string]string) *Top
 }
 
 // Partitions implements gc.Log: 0 only for a topic that does not exist.
-func (l *TopicLog) Partitions(_ context.Context, topic string) (int, error) { return l.Groups.Partitions(topic) }
+func (l *TopicLog) Partitions(_ context.Context, topic string) (int, error) {
+	return l.Groups.Partitions(topic)
+}
 
 // Offsets implements gc.Log: each partition's log start, last stable
 // offset and high watermark.
