@@ -59,6 +59,8 @@ type Plan struct {
 	DryRun bool
 	// Now is the clock (time.Now outside tests).
 	Now func() time.Time
+	// Progress, when set, is told what gc does next, a line at a time.
+	Progress func(format string, args ...any)
 }
 
 // Prefix is a key prefix of a store, without its trailing slash.
@@ -87,6 +89,9 @@ func Collect(ctx context.Context, plan Plan, log Log, open map[string]stores.Sto
 	if plan.Now == nil {
 		plan.Now = time.Now
 	}
+	if plan.Progress == nil {
+		plan.Progress = func(string, ...any) {}
+	}
 	rep := &Report{Grace: plan.Grace, DryRun: plan.DryRun}
 	if plan.Grace < plan.Floor {
 		return rep, &GraceError{Grace: plan.Grace, Floor: plan.Floor}
@@ -110,11 +115,16 @@ func Collect(ctx context.Context, plan Plan, log Log, open map[string]stores.Sto
 	}
 	began := plan.Now()
 	rep.Cutoff = began.Add(-plan.Grace)
+	start := time.Now()
 	refs, err := readReferences(ctx, plan, log, open, rep)
+	rep.ReadSeconds = time.Since(start).Seconds()
 	if err != nil {
 		return rep, fmt.Errorf("nothing was deleted: %w", err)
 	}
+	start = time.Now()
+	defer func() { rep.SweepSeconds = time.Since(start).Seconds() }()
 	for _, p := range plan.Prefixes {
+		plan.Progress("listing store %q under %s/", p.Store, p.Prefix)
 		sweep, err := sweepPrefix(ctx, plan, open[p.Store], p, refs, rep.Cutoff)
 		rep.Sweeps = append(rep.Sweeps, sweep)
 		if err != nil {

@@ -99,11 +99,15 @@ func readReferences(ctx context.Context, plan Plan, log Log, open map[string]sto
 		topics = append(topics, topic{t, RoleSource})
 	}
 	for _, t := range topics {
+		plan.Progress("reading %s topic %s", t.role, t.name)
 		read, err := readTopic(ctx, plan, log, t.name, t.role, n)
 		rep.Topics = append(rep.Topics, read)
 		if err != nil {
 			return nil, err
 		}
+	}
+	if len(n.wholes) > 0 {
+		plan.Progress("looking inside %d whole records", len(n.wholes))
 	}
 	if err := n.lookInside(ctx, open); err != nil {
 		return nil, err

@@ -21,6 +21,10 @@ type Report struct {
 	NotPointerExamples []string `json:"not_pointer_examples"`
 	// Sweeps are the prefixes listed.
 	Sweeps []Sweep `json:"prefixes"`
+	// ReadSeconds and SweepSeconds are how long reading the topics, and
+	// listing and deleting, took.
+	ReadSeconds  float64 `json:"read_seconds"`
+	SweepSeconds float64 `json:"sweep_seconds"`
 }
 
 func (r *Report) notPointer(at string, why error) {

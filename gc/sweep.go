@@ -48,6 +48,9 @@ type Sweep struct {
 	Outside Count `json:"outside_prefix"`
 }
 
+// Listed is every object the listing returned.
+func (s *Sweep) Listed() int64 { return s.Deleted.Objects + s.Kept() }
+
 // Kept is every object the sweep kept.
 func (s *Sweep) Kept() int64 {
 	return s.Referenced.Objects + s.Uncommitted.Objects + s.Young.Objects + s.OtherWriter.Objects + s.NoWriter.Objects + s.Outside.Objects

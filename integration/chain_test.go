@@ -16,7 +16,7 @@ import (
 	"github.com/offloader/offloader/pointer"
 )
 
-func writeConfig(t *testing.T, body string) string {
+func writeConfig(t testing.TB, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pipelines.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

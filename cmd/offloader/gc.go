@@ -122,7 +122,10 @@ func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Durati
 	}
 	plan := gc.Plan{Writer: p.Writer(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		RetryTopics: retries, DeadLetterTopic: p.Errors.DeadLetterTopic, Prefixes: prefixes,
-		Grace: grace, Floor: p.GCFloor(), DryRun: dryRun, Now: time.Now}
+		Grace: grace, Floor: p.GCFloor(), DryRun: dryRun, Now: time.Now,
+		Progress: func(format string, args ...any) {
+			fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
+		}}
 	return gc.Collect(ctx, plan, kafkaedge.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
 }
 

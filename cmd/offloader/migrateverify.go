@@ -136,7 +136,11 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 		return nil, 0, err
 	}
 	if d := p.Errors.DeadLetterTopic; d != "" {
-		if n, err := groups.Partitions(d); err == nil && n > 0 {
+		n, err := groups.Partitions(d)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n > 0 {
 			if err := readTopic(ctx, p, d, nil, func(r *pipeline.Record) error { parity.AddDeadLetter(r); return nil }); err != nil {
 				return nil, 0, err
 			}

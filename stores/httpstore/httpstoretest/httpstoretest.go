@@ -31,6 +31,11 @@ type Server struct {
 
 	mu       sync.Mutex
 	objects  map[string]object
+	// sorted are the keys in order for listings, rebuilt when a key was
+	// added (a deleted key stays in it until then; listings skip it).
+	sorted   []string
+	unsorted bool
+	pageSize int
 	requests atomic.Int64
 	faults   bool
 	stall    time.Duration
@@ -50,15 +55,17 @@ type object struct {
 	modified time.Time
 }
 
-// list answers a listing page of at most 2 objects, so that paging is used.
+// list answers a listing page of at most pageSize objects (2 unless
+// SetPageSize said otherwise, so that paging is used).
 func (s *Server) list(w http.ResponseWriter, prefix, after string) {
-	keys := make([]string, 0, len(s.objects))
-	for k := range s.objects {
-		if (strings.HasPrefix(k, prefix) || s.ignoreListPrefix.Load()) && k > after {
-			keys = append(keys, k)
+	if s.unsorted {
+		s.sorted = s.sorted[:0]
+		for k := range s.objects {
+			s.sorted = append(s.sorted, k)
 		}
+		slices.Sort(s.sorted)
+		s.unsorted = false
 	}
-	slices.Sort(keys)
 	type item struct {
 		Key      string    `json:"key"`
 		Size     int       `json:"size"`
@@ -68,14 +75,42 @@ func (s *Server) list(w http.ResponseWriter, prefix, after string) {
 		Objects []item `json:"objects"`
 		Next    string `json:"next"`
 	}{Objects: []item{}}
-	for _, k := range keys[:min(2, len(keys))] {
-		page.Objects = append(page.Objects, item{k, len(s.objects[k].data), s.objects[k].modified})
-		page.Next = k
-	}
-	if len(keys) <= 2 {
-		page.Next = ""
+	i, _ := slices.BinarySearch(s.sorted, after)
+	for ; i < len(s.sorted); i++ {
+		k := s.sorted[i]
+		o, ok := s.objects[k]
+		if !ok || k <= after || !strings.HasPrefix(k, prefix) && !s.ignoreListPrefix.Load() {
+			continue
+		}
+		if len(page.Objects) == s.pageSize {
+			page.Next = page.Objects[len(page.Objects)-1].Key
+			break
+		}
+		page.Objects = append(page.Objects, item{k, len(o.data), o.modified})
 	}
 	json.NewEncoder(w).Encode(page)
+}
+
+// SetPageSize sets how many objects a listing page holds at most.
+func (s *Server) SetPageSize(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pageSize = n
+}
+
+// Seed stores an object as a PUT would, written at modified: for tests and
+// benchmarks that need many objects, or old ones, at once.
+func (s *Server) Seed(key string, data []byte, meta map[string]string, modified time.Time) {
+	h := http.Header{}
+	for k, v := range meta {
+		h.Set("X-Offloader-Meta-"+k, v)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[key]; !ok {
+		s.unsorted = true
+	}
+	s.objects[key] = object{data: data, meta: h, etag: strconv.Quote(key), modified: modified}
 }
 
 // New starts a server, closed when t ends. With faults, every third request
@@ -84,7 +119,7 @@ func (s *Server) list(w http.ResponseWriter, prefix, after string) {
 // a reset connection, and a body cut short (a GET of an object answered 200
 // with its Content-Length and a part of the bytes; 502 to other requests).
 func New(t testing.TB, faults bool, stall time.Duration) *Server {
-	s := &Server{objects: map[string]object{}, faults: faults, stall: stall}
+	s := &Server{objects: map[string]object{}, faults: faults, stall: stall, pageSize: 2}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/base"
@@ -144,6 +179,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(k, "X-Offloader-Meta-") {
 				meta[k] = v
 			}
+		}
+		if !exists {
+			s.unsorted = true
 		}
 		s.objects[key] = object{data: data, meta: meta, etag: strconv.Quote(fmt.Sprint(n)), modified: time.Now()}
 		w.WriteHeader(http.StatusCreated)
