@@ -158,7 +158,12 @@ func Open(name string, cfg Config) (*Store, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsCfg
 	c := retryablehttp.NewClient()
-	c.HTTPClient = &http.Client{Transport: transport, Timeout: cfg.TryTimeout}
+	// No redirect is followed: Go turns a PUT answered 302 into a GET
+	// without a body, and a login page answering that GET 200 would pass
+	// for a stored object; a custom auth header would also go to whatever
+	// host the redirect names. A 3xx is a permanent failure (fail).
+	c.HTTPClient = &http.Client{Transport: transport, Timeout: cfg.TryTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	c.Logger = nil
 	c.RetryMax = cfg.MaxRetries
 	c.RetryWaitMin, c.RetryWaitMax = cfg.RetryWait, 16*cfg.RetryWait
@@ -235,6 +240,9 @@ func (s *Store) fail(op, key string, resp *http.Response, err error) error {
 		kind = stores.Retryable
 	case resp.StatusCode == http.StatusNotFound:
 		kind, err = stores.NotFound, stores.ErrNotFound
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		err = fmt.Errorf("HTTP %d %s to %q: offloader follows no redirect (a login page or another host would be taken for the store); set url to where the objects live, or fix the proxy in between",
+			resp.StatusCode, http.StatusText(resp.StatusCode), withoutQuery(resp.Header.Get("Location")))
 	default:
 		if ok, _ := checkRetry(context.Background(), resp, nil); ok {
 			kind = stores.Retryable
@@ -242,6 +250,17 @@ func (s *Store) fail(op, key string, resp *http.Response, err error) error {
 		err = fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	return &stores.Error{Store: s.name, Op: op, Key: key, Kind: kind, Err: err}
+}
+
+// withoutQuery is a URL without its query and user, which may hold a
+// signature or a password.
+func withoutQuery(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "(a Location that is no URL)"
+	}
+	parsed.RawQuery, parsed.User = "", nil
+	return parsed.String()
 }
 
 func drain(resp *http.Response) {

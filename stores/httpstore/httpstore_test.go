@@ -178,3 +178,42 @@ func TestABodyCutShortIsTriedAgain(t *testing.T) {
 		t.Errorf("Get with no retries over a body cut short: %v (%s) after %d GETs; want retryable after 1", err, stores.KindOf(err), gets.Load())
 	}
 }
+
+// A PUT answered with a redirect is no stored object: with 302 to a login
+// page that answers 200 (Go's client would follow it as a GET without a
+// body), and with 307 to another host, Put fails for good, naming where the
+// redirect pointed (without its query), and a custom auth header never
+// reaches the other host.
+func TestARedirectIsNoUpload(t *testing.T) {
+	var leaked atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "" {
+			leaked.Add(1)
+		}
+		w.WriteHeader(http.StatusOK) // a login page, or anyone's server
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/login?sig=SECRET", code)
+		}))
+		cfg := DefaultConfig()
+		cfg.URL, cfg.AuthToken, cfg.AuthHeader, cfg.AuthScheme, cfg.MaxRetries = srv.URL, "tok-123", "X-Api-Key", "", 0
+		s, err := Open("objects", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Put(context.Background(), "p/raw/0/1", []byte("payload"), nil)
+		if err == nil || stores.KindOf(err) != stores.Permanent || !strings.Contains(err.Error(), "follows no redirect") ||
+			!strings.Contains(err.Error(), other.URL+"/login") || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("PUT answered %d: %v (kind %v), want a permanent error naming the redirect without its query", code, err, stores.KindOf(err))
+		}
+		if _, err := s.Get(context.Background(), "p/raw/0/1", 100); err == nil {
+			t.Errorf("GET answered %d read an object", code)
+		}
+		srv.Close()
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("the auth header reached the redirect's host %d times", n)
+	}
+}
