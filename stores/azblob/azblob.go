@@ -16,6 +16,7 @@ package azblob
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -159,7 +160,13 @@ type Store struct {
 // Open connects to the account and checks that the container exists, creating it
 // when the config allows.
 func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	opts := &sdk.ClientOptions{ClientOptions: policy.ClientOptions{
+		// No redirect is followed: only the account itself may answer an
+		// upload (a 3xx is a permanent failure).
+		Transport: &http.Client{Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		Retry: policy.RetryOptions{
 			MaxRetries:    int32(cfg.MaxRetries),
 			TryTimeout:    cfg.TryTimeout,

@@ -141,6 +141,14 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %q: loading the AWS configuration: %w", name, err)
 	}
+	// The SDK's own client follows 307 and 308 to any host; this one, on the
+	// transport the configuration set up (AWS_CA_BUNDLE, proxies), follows
+	// no redirect, so that nothing but the bucket can answer an upload (fail
+	// makes a 3xx a permanent failure).
+	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		awsCfg.HTTPClient = &http.Client{Transport: b.GetTransport(), Timeout: cfg.TryTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		// The SDK logs to stderr by itself: raw lines in the JSON log.
 		o.Logger = logging.Nop{}
@@ -208,8 +216,8 @@ func (s *Store) fail(op, key string, err error) error {
 		kind = stores.NotFound
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		kind = stores.Retryable
-	case code >= 400:
-		kind = stores.Permanent
+	case code >= 300:
+		kind = stores.Permanent // a redirect is followed nowhere (Open)
 	}
 	if code > 0 {
 		reason := http.StatusText(code)
