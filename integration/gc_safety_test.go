@@ -88,6 +88,7 @@ func produceEach(t *testing.T, msgs []*kafka.Message) {
 // Once the log start stands still, gc deletes the payloads of the pointers
 // that left the log, and every pointer still on the topic resolves.
 func TestGCStopsWhenTheLogStartPassesItsReader(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	w := newGCWorld(t, "gcreset", "{max.partition.fetch.bytes: 1, queued.min.messages: 1, fetch.queue.backoff.ms: 20}", "")
 	const records, perObject = 3000, 30
 	var msgs []*kafka.Message
@@ -159,6 +160,7 @@ func TestGCStopsWhenTheLogStartPassesItsReader(t *testing.T) {
 // offset uncommitted and keeps what those records reference, says which
 // partition it waits on, and deletes nothing they reference.
 func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	w := newGCWorld(t, "gcopen", "", "")
 	transactional := func(id string) *kafka.Producer {
 		p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "transactional.id": id, "transaction.timeout.ms": 60000})
@@ -226,6 +228,7 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 // the default prefix: each one's gc keeps the other's payloads (its objects
 // name another writer), and deletes its own once unreferenced.
 func TestGCKeepsAnotherPipelinesPayloadsOfTheSameName(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	root := t.TempDir()
 	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
 	type team struct{ raw, slim, cfg string }
@@ -271,6 +274,7 @@ func TestGCKeepsAnotherPipelinesPayloadsOfTheSameName(t *testing.T) {
 // prefix it adopted (where objects that name no writer are its own), and
 // offloader check says the listing cannot be trusted.
 func TestGCKeepsKeysAListingShouldNotHaveReturned(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	srv := httpstoretest.New(t, false, 0)
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 1, nil)
@@ -321,6 +325,7 @@ func TestGCKeepsKeysAListingShouldNotHaveReturned(t *testing.T) {
 // renamed: nothing reaches the slim or dead-letter topic marked as a
 // pointer without being one, and gc keeps working afterwards.
 func TestMalformedPointersAreDeadLettered(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	w := newGCWorld(t, "gcmalformed", "", "")
 	marked := []kafka.Header{{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte("v1")}}
 	forged := pointer.Pointer{Store: "elsewhere", Key: "x", Size: 1, SHA256: strings.Repeat("0", 64), Codec: pointer.CodecNone, StoredSize: 1}
@@ -361,6 +366,7 @@ func TestMalformedPointersAreDeadLettered(t *testing.T) {
 // inside a whole-record object on the dead-letter topic; an object of the
 // serializers' prefix (adopted) that nothing references is deleted.
 func TestGCKeepsPayloadsOfPointersOnTheRawTopicAndInsideWholeRecords(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	w := newGCWorld(t, "gcraw", "", ", gc_adopt: [producer]")
 	ser, err := serializer.New(serializer.Config{Store: w.store, StoreName: "payloads", Threshold: 64 << 10})
 	if err != nil {

@@ -181,8 +181,10 @@ func readToEnd(t *testing.T, topic string) []*kafka.Message {
 // nothing; a second run finds nothing; objects of another writer, or of
 // none, are kept; every pointer left still resolves.
 func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
 	for _, kind := range []string{"filesystem", "azblob", "s3"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var storeYAML string

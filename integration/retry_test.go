@@ -18,10 +18,12 @@ import (
 )
 
 // TestRetryTopicsThenDeadLetter: through a rehydrate pipeline with two retry
-// tiers (2 s each) and a dead-letter topic, a pointer whose object appears only
-// after its first failure succeeds on its first retry; malformed pointers fail
-// every tier and land in the dead-letter topic with three attempts, no sooner
-// than the delays allow. slim + dead-letter = source, every offset committed.
+// tiers (5 s and 2 s) and a dead-letter topic, a pointer whose object appears
+// only after its first failure succeeds on its first retry; a pointer whose
+// object never appears fails every tier and lands in the dead-letter topic
+// with three attempts, no sooner than the delays allow; a malformed pointer,
+// which no retry can mend, goes there at once (malformed_pointer, its marker
+// headers renamed). slim + dead-letter = source, every offset committed.
 func TestRetryTopicsThenDeadLetter(t *testing.T) {
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	retry1, retry2, dead := uniqueName(t, "retry1"), uniqueName(t, "retry2"), uniqueName(t, "dlt")
@@ -43,8 +45,12 @@ func TestRetryTopicsThenDeadLetter(t *testing.T) {
 		switch i {
 		case 6:
 			r.value, r.headers = late.Encode(), ptrHeaders
-		case 9, 14:
+		case 9:
 			r.value, r.headers = []byte(`{"v":1,"store":`), ptrHeaders // malformed
+		case 14:
+			never := late
+			never.Key = "never/there"
+			r.value, r.headers = never.Encode(), ptrHeaders
 		}
 		recs = append(recs, r)
 	}
@@ -69,8 +75,8 @@ pipelines:
 	// The late object appears once its record has failed the first time,
 	// well within the first tier's 5 s (seeing the retry records can take
 	// the test's consumer over 2 s on a loaded machine).
-	if n := len(consumeAll(t, retry1, 3, 60*time.Second)); n != 3 {
-		t.Fatalf("the first retry topic holds %d records, want 3", n)
+	if n := len(consumeAll(t, retry1, 2, 60*time.Second)); n != 2 {
+		t.Fatalf("the first retry topic holds %d records, want 2", n)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "late"), 0o750); err != nil {
 		t.Fatal(err)
@@ -86,8 +92,8 @@ pipelines:
 	if len(good) != len(recs)-2 || len(dead1) != 2 {
 		t.Fatalf("slim %d + dead-letter %d, want %d + 2", len(good), len(dead1), len(recs)-2)
 	}
-	if n := len(consumeAll(t, retry2, 2, 10*time.Second)); n != 2 {
-		t.Errorf("the second retry topic holds %d records, want 2", n)
+	if n := len(consumeAll(t, retry2, 1, 10*time.Second)); n != 1 {
+		t.Errorf("the second retry topic holds %d records, want 1", n)
 	}
 	if n := committedTotal(t, newAdmin(t), group, raw); n != int64(len(recs)) {
 		t.Errorf("committed offsets cover %d source records, want %d", n, len(recs))
@@ -110,10 +116,16 @@ pipelines:
 	for _, m := range dead1 {
 		h := func(k string) string { v, _ := headerValue(m.Headers, k); return v }
 		i, _ := strconv.Atoi(string(m.Key))
-		if i != 9 && i != 14 {
+		if i == 9 {
+			if h(dlt.HeaderAttempts) != "1" || h(dlt.HeaderClass) != string(dlt.MalformedPointer) || h(pointer.HeaderPointer) != "" || h(dlt.RenamedHeaderPrefix+pointer.HeaderPointer) != "v1" {
+				t.Errorf("malformed record 9: attempts %s, class %s, marker %q; want 1, %s and the marker renamed", h(dlt.HeaderAttempts), h(dlt.HeaderClass), h(pointer.HeaderPointer), dlt.MalformedPointer)
+			}
+			continue
+		}
+		if i != 14 {
 			t.Errorf("record %d is in the dead-letter topic", i)
 		}
-		if h(dlt.HeaderAttempts) != "3" || h(dlt.HeaderTopic) != raw || h(dlt.HeaderOffset) != strconv.Itoa(i/2) || h(dlt.HeaderClass) != "transform" {
+		if h(dlt.HeaderAttempts) != "3" || h(dlt.HeaderTopic) != raw || h(dlt.HeaderOffset) != strconv.Itoa(i/2) || h(dlt.HeaderClass) != string(dlt.StoreNotFound) {
 			t.Errorf("record %d: attempts %s, topic %s, offset %s, class %s", i, h(dlt.HeaderAttempts), h(dlt.HeaderTopic), h(dlt.HeaderOffset), h(dlt.HeaderClass))
 		}
 		first, _ := strconv.ParseInt(h(dlt.HeaderRetryFirstFailure), 10, 64)
@@ -129,8 +141,9 @@ pipelines:
 
 // TestBlockingRetriesKeepOrder: with mode: blocking a failing record is
 // retried in place after each retry delay while the records after it wait: a
-// pointer whose object appears after its first failure succeeds in order; a
-// malformed one goes to the dead-letter topic after its retries, and the slim
+// pointer whose object appears after its first failure succeeds in order; one
+// whose object never appears goes to the dead-letter topic after its retries;
+// a malformed one, which no retry can mend, goes there at once; and the slim
 // topic keeps source order throughout.
 func TestBlockingRetriesKeepOrder(t *testing.T) {
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
@@ -149,6 +162,10 @@ func TestBlockingRetriesKeepOrder(t *testing.T) {
 		case 3:
 			r.value, r.headers = late.Encode(), ptrHeaders
 		case 7:
+			never := late
+			never.Key = "never/there"
+			r.value, r.headers = never.Encode(), ptrHeaders
+		case 9:
 			r.value, r.headers = []byte(`not json`), ptrHeaders
 		}
 		recs = append(recs, r)
@@ -183,18 +200,18 @@ pipelines:
 	if err := os.WriteFile(filepath.Join(root, "late", "blocking"), healing, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	good := consumeAll(t, slim, len(recs)-1, 60*time.Second)
-	deadRecs := consumeAll(t, dead, 1, 30*time.Second)
+	good := consumeAll(t, slim, len(recs)-2, 60*time.Second)
+	deadRecs := consumeAll(t, dead, 2, 30*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if len(good) != len(recs)-1 || len(deadRecs) != 1 {
-		t.Fatalf("slim %d + dead-letter %d, want %d + 1", len(good), len(deadRecs), len(recs)-1)
+	if len(good) != len(recs)-2 || len(deadRecs) != 2 {
+		t.Fatalf("slim %d + dead-letter %d, want %d + 2", len(good), len(deadRecs), len(recs)-2)
 	}
 	prev := -1
 	for _, m := range good {
 		i, _ := strconv.Atoi(string(m.Key))
-		if i <= prev || i == 7 {
+		if i <= prev || i == 7 || i == 9 {
 			t.Errorf("slim order: key %d after %d", i, prev)
 		}
 		prev = i
@@ -202,11 +219,12 @@ pipelines:
 			t.Errorf("record 3: %q", m.Value)
 		}
 	}
-	if k := string(deadRecs[0].Key); k != "7" {
-		t.Errorf("dead-letter record %s, want 7", k)
-	}
-	if a, _ := headerValue(deadRecs[0].Headers, dlt.HeaderAttempts); a != "3" {
-		t.Errorf("dead-letter attempts %s, want 3", a)
+	for _, m := range deadRecs {
+		attempts, _ := headerValue(m.Headers, dlt.HeaderAttempts)
+		class, _ := headerValue(m.Headers, dlt.HeaderClass)
+		if want := map[string]string{"7": "3 store_not_found", "9": "1 malformed_pointer"}[string(m.Key)]; attempts+" "+class != want {
+			t.Errorf("dead-letter record %s: attempts %s, class %s; want %q", m.Key, attempts, class, want)
+		}
 	}
 }
 

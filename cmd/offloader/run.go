@@ -208,6 +208,21 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 			s.Close()
 		}
 	}()
+	// A store must keep what it is given before the first pointer to it is
+	// committed: a proxy that answers uploads with a login page, or a
+	// server that drops bodies, is found here, not by a consumer later.
+	for _, kp := range p.KeyPrefixes() {
+		if kp.Adopted {
+			continue
+		}
+		err := stores.DefaultRetryPolicy(p.Errors.StoreBudget).Do(startCtx, func(ctx context.Context) error {
+			_, err := stores.Probe(ctx, open[kp.Store], kp.Prefix)
+			return err
+		})
+		if err != nil {
+			return runResult{}, fmt.Errorf("nothing was consumed: store %q does not keep what it is given (a probe object written under %s/ and read back): %w; offloader check says more", kp.Store, kp.Prefix, err)
+		}
+	}
 	for name, s := range open {
 		if o.storeLimit != nil {
 			s = stores.Throttled(s, o.storeLimit)

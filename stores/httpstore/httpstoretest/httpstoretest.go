@@ -42,7 +42,14 @@ type Server struct {
 	// ignoreListPrefix lists every object whatever the prefix asked for, as
 	// a server that does not know ?prefix= would.
 	ignoreListPrefix atomic.Bool
+	// redirectPuts, when not 0, answers every PUT with this redirect to
+	// /login, which answers 200, as an auth proxy does once a token expired.
+	redirectPuts atomic.Int32
 }
+
+// RedirectPuts answers every PUT from now on with code (302, 307...) to a
+// login page that answers 200.
+func (s *Server) RedirectPuts(code int) { s.redirectPuts.Store(int32(code)) }
 
 // IgnoreListPrefix makes the listing ignore ?prefix= from now on: a broken
 // server offloader gc and check must not trust.
@@ -144,6 +151,14 @@ func (s *Server) Keys() []string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.requests.Add(1)
 	if s.faults && n%3 == 0 && s.fault(w, r, n) {
+		return
+	}
+	if r.URL.Path == "/login" {
+		w.Write([]byte("<html>sign in</html>"))
+		return
+	}
+	if code := int(s.redirectPuts.Load()); code != 0 && r.Method == http.MethodPut {
+		http.Redirect(w, r, "/login?next="+r.URL.Path, code)
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+Token {

@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/stores/httpstore"
+	"github.com/offloader/offloader/stores/httpstore/httpstoretest"
+)
+
+// An HTTP store behind a proxy that answers uploads with a redirect to a
+// login page (302, which Go would follow as a GET that the page answers
+// 200; and 307): run refuses to start on it, consuming nothing, and when it
+// begins mid-run (a token expired), no pointer to an unwritten object is
+// committed: the records go to the dead-letter topic whole, and every
+// record is on the slim or the dead-letter topic once.
+func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
+	t.Parallel() // its own topics and stores; runs beside the other parallel tests, after the serial ones
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			t.Parallel()
+			srv := httpstoretest.New(t, false, 0)
+			raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
+			createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+			createTopic(t, slim, 1, nil)
+			createTopic(t, dead, 1, map[string]string{"max.message.bytes": "8388608"})
+			storeYAML := fmt.Sprintf("      payloads: {type: http, url: %q, auth_token: %s, try_timeout: 1s, max_retries: 0}", srv.URL, httpstoretest.Token)
+			group := uniqueName(t, "g")
+			cfg := pipelineFile(t, "redirect", raw, slim, group, storeYAML, "    errors: {dead_letter_topic: "+dead+", store_budget: 3s}")
+			recs := numberedRecords(20, 1, 2, 100<<10, 500)
+			produceRecords(t, raw, recs[:10])
+
+			srv.RedirectPuts(code)
+			out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput()
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "does not keep what it is given") ||
+				!strings.Contains(string(out), "follows no redirect") {
+				t.Fatalf("run on a redirecting store: %v\n%s\nwant exit 1, the probe's failure named", err, out)
+			}
+			if n := sum(groupOffsets(t, group, raw, 1)); n != 0 {
+				t.Errorf("the group committed %d records on a store that keeps nothing", n)
+			}
+
+			srv.RedirectPuts(0)
+			d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
+			waitForMetric(t, d.metricsURL(t), "offloader_records_out_total", func(v float64) bool { return v >= 10 }, time.Minute)
+			srv.RedirectPuts(code) // the token expires
+			produceRecords(t, raw, recs[10:])
+			deadline := time.Now().Add(time.Minute)
+			for sum(groupOffsets(t, group, raw, 1)) < 20 && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if code := d.stop(t, 45*time.Second); code != 0 {
+				t.Errorf("exit code %d", code)
+			}
+			hcfg := httpstore.DefaultConfig()
+			hcfg.URL, hcfg.AuthToken = srv.URL, httpstoretest.Token
+			store, err := httpstore.Open("payloads", hcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, m := range readToEnd(t, slim) {
+				var i int
+				fmt.Sscan(string(m.Key), &i)
+				if !bytes.Equal(resolve(t, store, m), recs[i].value) {
+					t.Errorf("slim record %d resolves to other bytes", i)
+				}
+				seen[string(m.Key)]++
+			}
+			deadLettered := readToEnd(t, dead)
+			for _, m := range deadLettered {
+				var i int
+				fmt.Sscan(string(m.Key), &i)
+				class, _ := headerValue(m.Headers, dlt.HeaderClass)
+				if class != string(dlt.PermanentStore) || !bytes.Equal(m.Value, recs[i].value) {
+					t.Errorf("dead-letter record %d: class %q, value of %d bytes; want %s and the original value", i, class, len(m.Value), dlt.PermanentStore)
+				}
+				seen[string(m.Key)]++
+			}
+			for i := range recs {
+				if n := seen[fmt.Sprint(i)]; n != 1 {
+					t.Errorf("record %d is on the slim and dead-letter topics %d times, want once", i, n)
+				}
+			}
+			if len(deadLettered) != 5 {
+				t.Errorf("%d records dead-lettered, want the 5 large ones sent after the redirects began", len(deadLettered))
+			}
+		})
+	}
+}
