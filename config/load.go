@@ -14,6 +14,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/offloader/offloader/redact"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/transforms"
@@ -102,6 +103,11 @@ func Load(path string, opts Options) (*File, error) {
 		}
 	}
 	collectSecrets("", raw, secrets)
+	named := secretValues{}
+	collectSecrets("", raw, named)
+	for v := range named {
+		redact.Secret(v) // the values of secret-named settings: nothing printed from now on quotes them
+	}
 	f := decodeFile(raw, &problems)
 	return f, secrets.redact(problems).Err()
 }

@@ -4,9 +4,12 @@ package observability
 
 import (
 	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/offloader/offloader/redact"
 )
 
 // NewLogger returns a zap logger writing to stderr: JSON lines (format "json")
@@ -32,7 +35,14 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 	// bugs: their message says what happened, a stack trace would not.
 	cfg.DisableStacktrace = true
 	cfg.Sampling = nil
-	cfg.OutputPaths = []string{"stderr"}
-	cfg.ErrorOutputPaths = []string{"stderr"}
-	return cfg.Build()
+	// Every line goes through package redact: an SDK's error may quote a
+	// signed URL, librdkafka's a property.
+	sink := zapcore.Lock(zapcore.AddSync(redact.NewWriter(os.Stderr)))
+	var enc zapcore.Encoder
+	if format == "json" {
+		enc = zapcore.NewJSONEncoder(cfg.EncoderConfig)
+	} else {
+		enc = zapcore.NewConsoleEncoder(cfg.EncoderConfig)
+	}
+	return zap.New(zapcore.NewCore(enc, sink, cfg.Level), zap.AddCaller(), zap.ErrorOutput(sink)), nil
 }

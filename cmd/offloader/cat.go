@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/pointer"
@@ -69,9 +71,8 @@ What to print:
   --payload-dir DIR
                   write each value over --inline-max or not UTF-8 to a file in
                   DIR (named TOPIC-PARTITION-OFFSET) and print its path
-                  instead. On a terminal this happens anyway, into a new
-                  temporary directory, so that megabytes of payload never
-                  scroll past; piped, values are printed whole unless DIR is given.
+                  instead; without it values are printed whole (use --meta
+                  to see sizes and pointers without payloads).
 
 A record whose pointer cannot be resolved (missing object, wrong checksum,
 forged pointer, a store not given) does not stop the listing: in json it is
@@ -170,7 +171,7 @@ Examples:
 			if problems := kafkaedge.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
 				return c.usageError(fs, "%v", problems.Err())
 			}
-			if o.printer, err = newPrinter(format, fmtString, c.stdout); err != nil {
+			if o.printer, err = newPrinter(format, fmtString, c.recordsOut()); err != nil {
 				return c.usageError(fs, "-f: %v", err)
 			}
 			o.from, o.inlineMax = start, int(inline)
@@ -210,7 +211,7 @@ Examples:
 				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
 				defer res.Close()
 			}
-			if err := o.setPayloadDir(c.stdout, c.stderr); err != nil {
+			if err := o.setPayloadDir(); err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
 			}
@@ -330,31 +331,28 @@ func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) 
 	return open, nil
 }
 
-// setPayloadDir decides where large and binary values go: the directory
-// given, or, on a terminal, a new temporary one.
-func (o *catOptions) setPayloadDir(out, errOut io.Writer) error {
-	if o.payloadDir != "" {
-		return os.MkdirAll(o.payloadDir, 0o750)
-	}
-	if o.meta || !isTerminal(out) {
+// setPayloadDir makes the directory large and binary values go to, when
+// one was asked for (--payload-dir); without it values are printed whole.
+func (o *catOptions) setPayloadDir() error {
+	if o.payloadDir == "" {
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "offloader-cat-")
-	if err != nil {
-		return err
-	}
-	o.payloadDir = dir
-	fmt.Fprintf(errOut, "offloader cat: values over %d bytes or not UTF-8 go to files in %s (--payload-dir to choose)\n", o.inlineMax, dir)
-	return nil
+	return os.MkdirAll(o.payloadDir, 0o750)
 }
 
+// isTerminal reports whether w is a terminal, through the writers that
+// wrap it (redact.Writer).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	for {
+		switch v := w.(type) {
+		case *os.File:
+			return term.IsTerminal(int(v.Fd()))
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return false
+		}
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // catTopic prints the topic's records, resolved through res (nil: as

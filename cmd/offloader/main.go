@@ -14,6 +14,7 @@ import (
 
 	// Store backends and transforms register themselves by type name.
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/redact"
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
 	_ "github.com/offloader/offloader/stores/httpstore"
@@ -43,9 +44,20 @@ type command struct {
 }
 
 // cli carries the process's streams and environment so tests can run commands.
+// stdout and stderr are redacted (package redact); records, when set, is
+// where cat prints records, byte for byte (stdout otherwise).
 type cli struct {
 	stdout, stderr io.Writer
+	records        io.Writer
 	environ        []string
+}
+
+// recordsOut is where records are printed.
+func (c *cli) recordsOut() io.Writer {
+	if c.records != nil {
+		return c.records
+	}
+	return c.stdout
 }
 
 func commands() []*command {
@@ -56,7 +68,7 @@ func main() {
 	// Before any Kafka client starts its threads (validating a pipeline
 	// file creates some).
 	kafkaedge.LimitMallocArenas()
-	c := &cli{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}
+	c := &cli{stdout: redact.NewWriter(os.Stdout), stderr: redact.NewWriter(os.Stderr), records: os.Stdout, environ: os.Environ()}
 	os.Exit(c.main(os.Args[1:]))
 }
 

@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// No secret a pipeline file holds is printed: a SAS, a password in a store
+// URL or endpoint, a SASL password and an admin token go through validate
+// --print, check against stores that do not answer, run's start-up log and
+// its failure, and status; none of them appears, in any of the outputs.
+func TestNoSecretIsPrinted(t *testing.T) {
+	t.Parallel() // its own topics; runs beside the other parallel tests
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopic(t, raw, 1, nil)
+	createTopic(t, slim, 1, nil)
+	secrets := map[string]string{
+		"SAS signature":        "SIGsecret0123456789",
+		"URL password":         "URLpass0123456789",
+		"S3 endpoint password": "S3pass0123456789",
+		"SASL password":        "SASLpass0123456789",
+		"admin token":          "ADMINtoken0123456789",
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+pipelines:
+  secrets:
+    kafka:
+      bootstrap_servers: %q
+      consumer: {sasl.username: svc, sasl.password: %s}
+    source: {topics: [%s], group: %s}
+    slim_topic: %s
+    errors: {store_budget: 2s}
+    stores:
+      blob: {type: azblob, account_url: "http://127.0.0.1:1/acct", sas_token: "sv=2022-11-02&sp=racwdl&sig=%s", container: payloads, try_timeout: 500ms, max_retries: 0}
+      web: {type: http, url: "http://svc:%s@127.0.0.1:1/base", try_timeout: 500ms, max_retries: 0}
+      bucket: {type: s3, bucket: payloads, endpoint: "http://minio:%s@127.0.0.1:1", path_style: true, region: us-east-1, try_timeout: 500ms, max_attempts: 1}
+    transforms:
+      - {type: offload, store: web}
+    observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: json}
+`, bootstrap, secrets["SASL password"], raw, uniqueName(t, "g"), slim, secrets["SAS signature"], secrets["URL password"], secrets["S3 endpoint password"], secrets["admin token"]))
+	outputs := map[string]string{}
+	for name, args := range map[string][]string{
+		"validate --print": {"validate", "-c", cfg, "--print"},
+		"check":            {"check", "-c", cfg},
+		"run":              {"run", "-c", cfg, "--until-end"},
+		"status":           {"status", "--url", "http://127.0.0.1:1", "--token", secrets["admin token"]},
+	} {
+		out, _ := exec.Command(offloaderBinary(t), args...).CombinedOutput()
+		outputs[name] = string(out)
+	}
+	if !strings.Contains(outputs["validate --print"], "127.0.0.1:1") || !strings.Contains(outputs["run"], `"msg":"starting"`) || !strings.Contains(outputs["check"], "web") {
+		t.Fatalf("the commands did not print what this test reads:\n%v", outputs)
+	}
+	for cmd, out := range outputs {
+		for what, secret := range secrets {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s printed the %s:\n%s", cmd, what, out)
+			}
+		}
+	}
+}
