@@ -29,8 +29,8 @@ type Server struct {
 	// URL is the store's url setting.
 	URL string
 
-	mu       sync.Mutex
-	objects  map[string]object
+	mu      sync.Mutex
+	objects map[string]object
 	// sorted are the keys in order for listings, rebuilt when a key was
 	// added (a deleted key stays in it until then; listings skip it).
 	sorted   []string
