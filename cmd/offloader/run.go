@@ -165,6 +165,9 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o 
 func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o runOptions) (runResult, error) {
 	logger = logger.With(zap.String("pipeline", p.Name))
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
+	for _, w := range p.Warnings() {
+		logger.Warn("a setting weakens a guarantee", zap.String("setting", w))
+	}
 	metrics := observability.NewMetrics(p.Name)
 	metrics.SetBuildInfo(version, commit, kafkaedge.LibraryVersion())
 	api := &admin.Server{Pipeline: p.Name, Instance: kafkaedge.TransactionalID(p), Version: version, Stores: metrics.StoreHealth,

@@ -66,6 +66,11 @@ filled in and secrets redacted.`,
 				return exitOK
 			}
 			fmt.Fprintf(c.stdout, "%s: valid (%d pipeline%s)\n", *file, len(f.Pipelines), plural(len(f.Pipelines)))
+			for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
+				for _, w := range f.Pipelines[name].Warnings() {
+					fmt.Fprintf(c.stderr, "warning: %s\n", w)
+				}
+			}
 			return exitOK
 		},
 	}

@@ -14,8 +14,9 @@ import (
 
 // quotedProperty finds the property librdkafka names in a configuration
 // error: `No such configuration property: "linger.msx"`, `Invalid value "x"
-// for configuration property "linger.ms"`.
-var quotedProperty = regexp.MustCompile(`property:? "([^"]+)"`)
+// for configuration property "linger.ms"`, or, first in back quotes, in a
+// conflict: "`acks` must be set to `all` when `enable.idempotence` is true".
+var quotedProperty = regexp.MustCompile("property:? \"([^\"]+)\"|^`([^`]+)`")
 
 // CheckProperties checks a pipeline's kafka.consumer and kafka.producer
 // properties against the bundled librdkafka, without contacting a broker:
@@ -41,7 +42,10 @@ func CheckClientProperties(path, side string, properties map[string]string) sett
 		}
 		name := ""
 		if m := quotedProperty.FindStringSubmatch(msg); m != nil {
-			name = m[1]
+			name = m[1] + m[2]
+		}
+		if strings.Contains(msg, "JAAS") {
+			name = "sasl.jaas.config" // the one property it means, unnamed
 		}
 		name, ours := namedIn(props, name)
 		if !ours {
@@ -58,6 +62,8 @@ func CheckClientProperties(path, side string, properties map[string]string) sett
 			problems.Add(path+"."+name, "unknown librdkafka property; did you mean %s?", near)
 		case isUnknownProperty(msg):
 			problems.Add(path+"."+name, "unknown librdkafka property (librdkafka %s lists its properties in CONFIGURATION.md)", LibraryVersion())
+		case strings.Contains(msg, "`enable.idempotence`"):
+			problems.Add(path+"."+name, "librdkafka refuses %q: %s (offloader's producer is transactional, so enable.idempotence is always on)", value, msg)
 		default:
 			problems.Add(path+"."+name, "librdkafka refuses %q: %s", value, msg)
 		}
@@ -68,13 +74,23 @@ func CheckClientProperties(path, side string, properties map[string]string) sett
 	return problems
 }
 
-// tryClient creates a client of side with props alone, and closes it: no
-// bootstrap servers, so it contacts nothing. It returns librdkafka's error,
-// or "".
+// tryClient creates a client of side with props and the properties run
+// sets itself (a transactional, idempotent producer; a read_committed
+// consumer that commits nothing by itself), and closes it: no bootstrap
+// servers, so it contacts nothing. It returns librdkafka's error, or "".
+// So what run's clients refuse (acks 1, retries 0, more than 5 requests in
+// flight beside idempotence), validate refuses first, in the same words.
 func tryClient(side string, props map[string]string) string {
 	cm := kafka.ConfigMap{}
 	for k, v := range props {
 		cm[k] = v
+	}
+	if side == "producer" {
+		cm["enable.idempotence"] = true
+		cm["transactional.id"] = "offloader-validate"
+	} else {
+		cm["enable.auto.commit"] = false
+		cm["isolation.level"] = "read_committed"
 	}
 	// What the client logs (the absent bootstrap.servers; debug lines when
 	// the properties ask for them) is no news here: it is dropped.

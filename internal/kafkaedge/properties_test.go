@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 )
 
 // A typo in a librdkafka property or a bad value is found before run, each
@@ -31,5 +34,26 @@ func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
 	}
 	if problems := CheckProperties("pipelines.p", &config.Pipeline{Kafka: config.Kafka{Producer: map[string]string{"linger.ms": "5"}}}); len(problems) != 0 {
 		t.Errorf("valid properties: %s", problems)
+	}
+}
+
+// Whatever run's clients refuse, validate refuses first, at the property's
+// path and in librdkafka's words: settings that contradict the idempotent,
+// transactional producer run builds, and a JAAS configuration, which is
+// blamed on sasl.jaas.config alone.
+func TestValidateRefusesWhatRunRefuses(t *testing.T) {
+	for name, value := range map[string]string{"acks": "1", "retries": "0", "max.in.flight.requests.per.connection": "10", "max.in.flight": "6"} {
+		p := &config.Pipeline{Name: "p", Kafka: config.Kafka{BootstrapServers: "127.0.0.1:1", Producer: map[string]string{name: value}}}
+		_, runErr := kafka.NewProducer(producerConfig(p, memory.Plan{}))
+		problems := CheckProperties("pipelines.p", p)
+		if runErr == nil || len(problems) != 1 || problems[0].Path != "pipelines.p.kafka.producer."+name ||
+			!strings.Contains(problems[0].Message, runErr.Error()) {
+			t.Errorf("%s: %s: run's producer says %v; validate says %s", name, value, runErr, problems)
+		}
+	}
+	p := &config.Pipeline{Kafka: config.Kafka{Consumer: map[string]string{"sasl.jaas.config": "x required;", "sasl.password": "hunter2", "sasl.username": "u"}}}
+	problems := CheckProperties("pipelines.p", p)
+	if len(problems) != 1 || problems[0].Path != "pipelines.p.kafka.consumer.sasl.jaas.config" {
+		t.Errorf("a JAAS configuration: %s; want one problem, on sasl.jaas.config", problems)
 	}
 }

@@ -71,13 +71,19 @@ var properties = sync.OnceValue(func() librdkafkaProperties {
 })
 
 // namedIn finds the property of props that librdkafka's error names: the
-// name itself, or an alias of it.
+// name itself, an alias of it, or the property it is an alias of.
 func namedIn(props map[string]string, name string) (string, bool) {
 	if _, ok := props[name]; ok {
 		return name, true
 	}
+	canon := func(n string) string {
+		if c, ok := properties().canonical[n]; ok {
+			return c
+		}
+		return n
+	}
 	for k := range props {
-		if properties().canonical[k] == name {
+		if canon(k) == canon(name) {
 			return k, true
 		}
 	}
