@@ -348,7 +348,20 @@ func decodeFile(raw map[string]any, problems *settings.Problems) *File {
 		p := defaults(name)
 		*problems = append(*problems, settings.Decode(path, body, p)...)
 		p.decodeParts(path, problems)
-		p.validate(path, problems)
+		// A value the decoder refused is reported once: the rules below
+		// see the default in its place and would add a second, contrary
+		// problem at the same path.
+		refused := map[string]bool{}
+		for _, pr := range *problems {
+			refused[pr.Path] = true
+		}
+		var rules settings.Problems
+		p.validate(path, &rules)
+		for _, pr := range rules {
+			if !refused[pr.Path] {
+				*problems = append(*problems, pr)
+			}
+		}
 		f.Pipelines[name] = p
 	}
 	f.validatePrefixes(problems)

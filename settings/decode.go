@@ -297,8 +297,11 @@ func (d *decoder) size(path string, raw any, v reflect.Value) {
 		size, err = ParseSize(r)
 	default:
 		f, ok := number(raw)
-		if !ok || f != math.Trunc(f) || f < 0 || f > math.MaxInt64 {
+		switch {
+		case !ok || f != math.Trunc(f) || f < 0:
 			err = fmt.Errorf("must be a size such as 65536, 64KiB or 1MiB, got %s", describe(raw))
+		case f > float64(MaxSize):
+			err = fmt.Errorf("must be at most 1PiB, got %v bytes", raw)
 		}
 		size = Size(f)
 	}

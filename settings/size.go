@@ -18,6 +18,10 @@ const (
 	GiB Size = 1 << 30
 )
 
+// MaxSize is the largest size a setting takes (1 PiB): far above any that
+// offloader can use, and far below where byte arithmetic overflows.
+const MaxSize Size = 1 << 50
+
 var sizeUnits = []struct {
 	suffix string
 	factor float64
@@ -43,7 +47,10 @@ func ParseSize(s string) (Size, error) {
 		return 0, fmt.Errorf("must be a size such as 65536, 64KiB or 1MiB, got %q", s)
 	}
 	bytes := n * factor
-	if bytes != math.Trunc(bytes) || bytes > math.MaxInt64 {
+	if bytes > float64(MaxSize) {
+		return 0, fmt.Errorf("must be at most 1PiB, got %q", s)
+	}
+	if bytes != math.Trunc(bytes) {
 		return 0, fmt.Errorf("must be a whole number of bytes, got %q", s)
 	}
 	return Size(bytes), nil
