@@ -172,9 +172,11 @@ type Engine struct {
 	progressAt time.Time // when the last progress line was logged
 	progressed int       // total.records then
 	lag        int64     // the last lag figure: records behind, over the partitions held
-	// reread holds, per partition, the position it had when a rewind or a
-	// dropped batch sent it back: records before it are read again.
-	reread map[Partition]int64
+	// counted holds, per partition, the offset after the highest record
+	// counted as consumed: a record below it was read before (a rewind, a
+	// dropped batch, an assignment lost and won back) and is counted again
+	// only as reread.
+	counted map[Partition]int64
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 
@@ -190,7 +192,7 @@ type Engine struct {
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.held, e.failures, e.reread = map[Partition]time.Time{}, map[Offset]int{}, map[Partition]int64{}
+	e.held, e.failures, e.counted = map[Partition]time.Time{}, map[Offset]int{}, map[Partition]int64{}
 	e.positions, e.committed, e.lags = map[Partition]int64{}, map[Partition]int64{}, map[Partition]int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
@@ -349,36 +351,16 @@ func (e *Engine) pollOnce() error {
 	return nil
 }
 
-// countIn counts rec as consumed: new, or read again since a rewind.
+// countIn counts rec as consumed: each source offset once in this
+// process, whatever sent it back to be read again.
 func (e *Engine) countIn(rec *pipeline.Record) {
-	if len(e.reread) > 0 {
-		p := Partition{rec.Topic, rec.Partition}
-		if upTo, ok := e.reread[p]; ok {
-			if rec.Offset < upTo {
-				e.m.RecordsReread.Inc()
-				return
-			}
-			delete(e.reread, p)
-		}
+	p := Partition{rec.Topic, rec.Partition}
+	if next, ok := e.counted[p]; ok && rec.Offset < next {
+		e.m.RecordsReread.Inc()
+		return
 	}
+	e.counted[p] = rec.Offset + 1
 	e.m.RecordsIn.Inc()
-}
-
-// markReread notes where parts stood before they were sent back: what they
-// read up to there counts as read again.
-func (e *Engine) markReread(parts []Partition) {
-	positions, err := e.src.Positions(parts)
-	if err != nil {
-		return // only the counting suffers
-	}
-	if e.reread == nil {
-		e.reread = map[Partition]int64{}
-	}
-	for _, o := range positions {
-		if o.Offset > e.reread[o.Partition] {
-			e.reread[o.Partition] = o.Offset
-		}
-	}
 }
 
 // admit adds a consumed record to the batch as the intake lets it in: a

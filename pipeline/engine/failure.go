@@ -279,12 +279,9 @@ func (e *Engine) rewind(also []Offset) error {
 		return nil
 	}
 	offsets := make([]Offset, 0, len(to))
-	parts := make([]Partition, 0, len(to))
 	for p, o := range to {
 		offsets = append(offsets, Offset{p, o})
-		parts = append(parts, p)
 	}
-	e.markReread(parts)
 	if err := e.src.Seek(offsets); err != nil {
 		return fmt.Errorf("%w: rewinding to the batch start: %w", ErrFatal, err)
 	}

@@ -63,9 +63,6 @@ func (e *Engine) revoke(parts []Partition, lost bool) error {
 		if _, err := e.settle(ctx, false); err != nil {
 			return err
 		}
-		if e.batch.len > 0 {
-			e.markReread(parts) // a batch dropped here is read again if they come back
-		}
 		e.log.Info("partitions revoked; dropping the uncommitted batch",
 			zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len), zap.Bool("lost", lost))
 		if err := e.abortOpen(ctx); err != nil {
