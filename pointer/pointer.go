@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
+	"unicode/utf8"
 )
 
 // Header names and values that mark a pointer record.
@@ -89,12 +91,18 @@ func members(v *int, p *Pointer) map[string]any {
 
 // Decode parses and checks a pointer value: exactly the seven v1 members, each
 // once and spelled exactly, of the right type, version 1, a 64-character
-// lowercase hex SHA-256, non-negative sizes. It does not check the key against
-// a store's rules or the codec against the codecs a reader knows; resolvers do
+// lowercase hex SHA-256, non-negative sizes, in UTF-8 (never UTF-16 or 32),
+// with no replacement character (U+FFFD) in the store or key: it cannot be
+// told from an escaped lone surrogate, which JSON decoders turn into it, or
+// keep, or refuse, each in its own way. It does not check the key against a
+// store's rules or the codec against the codecs a reader knows; resolvers do
 // that.
 func Decode(value []byte) (Pointer, error) {
 	if len(value) > MaxEncodedSize {
 		return Pointer{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(value), MaxEncodedSize)
+	}
+	if !utf8.Valid(value) {
+		return Pointer{}, fmt.Errorf("%w: not UTF-8", ErrMalformed)
 	}
 	var p Pointer
 	var v int
@@ -147,6 +155,8 @@ func Decode(value []byte) (Pointer, error) {
 		return Pointer{}, fmt.Errorf("%w: empty store", ErrMalformed)
 	case p.Key == "":
 		return Pointer{}, fmt.Errorf("%w: empty key", ErrMalformed)
+	case strings.ContainsRune(p.Key, utf8.RuneError) || strings.ContainsRune(p.Store, utf8.RuneError):
+		return Pointer{}, fmt.Errorf("%w: the store or key holds U+FFFD or a lone surrogate", ErrMalformed)
 	case p.Size < 0 || p.StoredSize < 0:
 		return Pointer{}, fmt.Errorf("%w: negative size", ErrMalformed)
 	case !sha256Hex.MatchString(p.SHA256):

@@ -38,7 +38,7 @@ func TestTheSharedVectors(t *testing.T) {
 		for _, h := range c.Headers {
 			rec.Headers = append(rec.Headers, pipeline.Header{Key: h[0], Value: []byte(h[1])})
 		}
-		res, err := r.Resolve(context.Background(), []byte(c.Value), rec.Header)
+		res, err := r.Resolve(context.Background(), c.Bytes(), rec.Header)
 		switch {
 		case c.Reject != "" && (err == nil || resolvertest.Class(err) != c.Reject):
 			t.Errorf("%s: %v, want it refused as %s", c.Name, err, c.Reject)

@@ -3,6 +3,7 @@ package stores
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxKeyLength bounds object keys; Azure Blob allows 1,024 characters.
@@ -22,6 +23,9 @@ func ValidateKey(key string) error {
 	}
 	if strings.HasPrefix(key, "/") {
 		return fmt.Errorf("%w: %q is absolute", ErrInvalidKey, key)
+	}
+	if !utf8.ValidString(key) || strings.ContainsRune(key, utf8.RuneError) {
+		return fmt.Errorf("%w: %q is not UTF-8 text (or holds U+FFFD)", ErrInvalidKey, key)
 	}
 	for _, c := range key {
 		if c < 0x20 || c == 0x7f || c == '\\' {

@@ -26,8 +26,22 @@ type Case struct {
 	Name    string      `json:"name"`
 	Headers [][2]string `json:"headers"`
 	Value   string      `json:"value"`
-	SHA256  string      `json:"sha256"`
-	Reject  string      `json:"reject"`
+	// ValueBase64, when set, is the value's bytes (any, not only UTF-8).
+	ValueBase64 string `json:"value_base64"`
+	SHA256      string `json:"sha256"`
+	Reject      string `json:"reject"`
+}
+
+// Bytes is the case's record value.
+func (c Case) Bytes() []byte {
+	if c.ValueBase64 != "" {
+		b, err := base64.StdEncoding.DecodeString(c.ValueBase64)
+		if err != nil {
+			panic("vectors: " + c.Name + ": value_base64: " + err.Error())
+		}
+		return b
+	}
+	return []byte(c.Value)
 }
 
 // Load reads the vectors at path, decoding the objects.

@@ -9,6 +9,7 @@ import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
@@ -67,7 +68,12 @@ public class FilesystemStore implements PayloadStore {
     @Override
     public byte[] get(String key, long limit) {
         Pointer.checkKey(key);
-        Path path = root.resolve(key);
+        Path path;
+        try {
+            path = root.resolve(key);
+        } catch (InvalidPathException e) {
+            throw new PointerException(PointerException.Reason.MALFORMED, "malformed pointer: key " + PointerJson.quote(Pointer.cut(key)) + " is no path here: " + e.getReason());
+        }
         try {
             // No component below the root may be a symlink.
             for (Path p = path; !p.equals(root); p = p.getParent()) {

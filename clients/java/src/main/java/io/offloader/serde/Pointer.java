@@ -1,5 +1,8 @@
 package io.offloader.serde;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -50,7 +53,15 @@ public record Pointer(String store, String key, long size, String sha256, String
         if (value.length > MAX_ENCODED_SIZE) {
             throw malformed(value.length + " bytes, more than " + MAX_ENCODED_SIZE);
         }
-        PointerJson.Members m = PointerJson.parse(new String(value, StandardCharsets.UTF_8));
+        String text;
+        try {
+            // UTF-8 only: never UTF-16 or 32, and no byte replaced by U+FFFD.
+            text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(value)).toString();
+        } catch (CharacterCodingException e) {
+            throw malformed("not UTF-8");
+        }
+        PointerJson.Members m = PointerJson.parse(text);
         long v = m.number("v");
         Pointer p = new Pointer(m.string("store"), m.string("key"), m.number("size"), m.string("sha256"), m.string("codec"), m.number("stored_size"));
         m.requireExactly("v", "store", "key", "size", "sha256", "codec", "stored_size");
@@ -59,6 +70,9 @@ public record Pointer(String store, String key, long size, String sha256, String
         }
         if (p.store.isEmpty() || p.key.isEmpty() || p.codec.isEmpty()) {
             throw malformed("an empty store, key or codec");
+        }
+        if (!wellFormedText(p.store) || !wellFormedText(p.key)) {
+            throw malformed("the store or key holds U+FFFD or a lone surrogate");
         }
         if (p.size < 0 || p.storedSize < 0) {
             throw malformed("a negative size");
@@ -86,8 +100,30 @@ public record Pointer(String store, String key, long size, String sha256, String
      * @param key an object key, maybe forged
      * @throws PointerException MALFORMED
      */
+    /**
+     * @return whether s holds no lone surrogate (an escaped one decodes to it)
+     *         and no U+FFFD (which other readers make of one)
+     */
+    static boolean wellFormedText(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\uFFFD') {
+                return false;
+            }
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 == s.length() || !Character.isLowSurrogate(s.charAt(i + 1))) {
+                    return false;
+                }
+                i++;
+            } else if (Character.isLowSurrogate(c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     public static void checkKey(String key) {
-        boolean bad = key.isEmpty() || key.getBytes(StandardCharsets.UTF_8).length > MAX_KEY_LENGTH || key.startsWith("/");
+        boolean bad = key.isEmpty() || !wellFormedText(key) || key.getBytes(StandardCharsets.UTF_8).length > MAX_KEY_LENGTH || key.startsWith("/");
         for (int i = 0; i < key.length() && !bad; i++) {
             char c = key.charAt(i);
             bad = c < 0x20 || c == 0x7f || c == '\\';

@@ -45,7 +45,8 @@ class VectorsTest {
             cases++;
             RecordHeaders headers = new RecordHeaders();
             c.get("headers").forEach(h -> headers.add(h.get(0).asText(), h.get(1).asText().getBytes(StandardCharsets.UTF_8)));
-            byte[] value = c.get("value").asText().getBytes(StandardCharsets.UTF_8);
+            byte[] value = c.has("value_base64") ? Base64.getDecoder().decode(c.get("value_base64").asText())
+                    : c.get("value").asText().getBytes(StandardCharsets.UTF_8);
             String name = c.get("name").asText();
             String reject = c.has("reject") ? c.get("reject").asText() : null;
             try {
