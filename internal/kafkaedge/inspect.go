@@ -20,6 +20,7 @@ import (
 const (
 	defaultProducerMessageMaxBytes = 1000000
 	defaultReceiveMessageMaxBytes  = 100000000
+	defaultTransactionTimeoutMs    = 60000
 )
 
 // Topology is what the broker says about a pipeline's topics at start-up.
@@ -92,6 +93,9 @@ func Inspect(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Topolog
 	f, err := Survey(ctx, p, log)
 	if err != nil {
 		return nil, err
+	}
+	if prob := f.TransactionTimeoutProblem(); prob != nil {
+		return nil, fmt.Errorf("%s: %s", prob.What, prob.Fix)
 	}
 	t := &Topology{SourcePartitions: map[string]int{}, Figures: f}
 	for _, s := range f.Sources {
@@ -179,6 +183,9 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 	if f.ConsumerReceiveMaxBytes, err = clientInt(p.Kafka.Consumer, "consumer", "receive.message.max.bytes", defaultReceiveMessageMaxBytes); err != nil {
 		return nil, err
 	}
+	if f.TransactionTimeoutMs, err = clientInt(p.Kafka.Producer, "producer", "transaction.timeout.ms", defaultTransactionTimeoutMs); err != nil {
+		return nil, err
+	}
 	if len(md.Brokers) > 0 {
 		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
 		if err != nil {
@@ -186,6 +193,9 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 		}
 		if e, ok := res[0].Config["message.max.bytes"]; ok {
 			f.BrokerMessageMaxBytes, _ = strconv.Atoi(e.Value)
+		}
+		if e, ok := res[0].Config["transaction.max.timeout.ms"]; ok {
+			f.BrokerTransactionMaxMs, _ = strconv.Atoi(e.Value)
 		}
 	}
 	topic := func(name, role string) (TopicInfo, error) {

@@ -48,6 +48,23 @@ type Figures struct {
 	Rehydrated int
 	// ObjectLifetimes are the stores' declared object lifetimes (object_lifetime).
 	ObjectLifetimes map[string]time.Duration
+	// TransactionTimeoutMs is the producer's transaction.timeout.ms;
+	// BrokerTransactionMaxMs the broker's transaction.max.timeout.ms (0:
+	// not reported).
+	TransactionTimeoutMs, BrokerTransactionMaxMs int
+}
+
+// TransactionTimeoutProblem is the problem of a transaction.timeout.ms the
+// broker refuses (InitTransactions fails with INVALID_TRANSACTION_TIMEOUT),
+// or nil: check reports it, and run refuses to start on it, in these words.
+func (f *Figures) TransactionTimeoutProblem() *Problem {
+	if f.BrokerTransactionMaxMs <= 0 || f.TransactionTimeoutMs <= f.BrokerTransactionMaxMs {
+		return nil
+	}
+	return &Problem{
+		What: fmt.Sprintf("the producer's transaction.timeout.ms (%d) is over the broker's transaction.max.timeout.ms (%d): the broker refuses the producer's transactions (INVALID_TRANSACTION_TIMEOUT)", f.TransactionTimeoutMs, f.BrokerTransactionMaxMs),
+		Fix:  fmt.Sprintf("set kafka.producer.transaction.timeout.ms to %d or less in the pipeline file", f.BrokerTransactionMaxMs),
+	}
 }
 
 // Room the checks leave for what a record gains on its way: the pointer value
@@ -135,6 +152,9 @@ func (f *Figures) largest(role string) (int, string) {
 func CheckLimits(f *Figures) ([]Row, []Problem) {
 	var rows []Row
 	var problems []Problem
+	if p := f.TransactionTimeoutProblem(); p != nil {
+		problems = append(problems, *p)
+	}
 	maxSourcePartitions := 0
 	for _, s := range f.Sources {
 		maxSourcePartitions = max(maxSourcePartitions, s.Partitions)

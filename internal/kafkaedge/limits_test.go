@@ -90,3 +90,23 @@ func TestLimitOfNamesTheGateThatBinds(t *testing.T) {
 		}
 	}
 }
+
+// A transaction.timeout.ms over the broker's transaction.max.timeout.ms is
+// a problem check reports and run refuses, in the same words; at or under
+// it, or with a broker that does not report its maximum, it is none.
+func TestTransactionTimeoutOverTheBrokersMaximum(t *testing.T) {
+	f := &Figures{TransactionTimeoutMs: 1_000_000, BrokerTransactionMaxMs: 900_000}
+	p := f.TransactionTimeoutProblem()
+	if p == nil || !strings.Contains(p.What, "transaction.timeout.ms (1000000) is over the broker's transaction.max.timeout.ms (900000)") ||
+		!strings.Contains(p.Fix, "900000 or less") {
+		t.Fatalf("problem %+v", p)
+	}
+	if _, problems := CheckLimits(f); len(problems) == 0 || problems[0] != *p {
+		t.Errorf("CheckLimits: %+v, want the transaction timeout first", problems)
+	}
+	for _, ok := range []*Figures{{TransactionTimeoutMs: 900_000, BrokerTransactionMaxMs: 900_000}, {TransactionTimeoutMs: 1_000_000}} {
+		if p := ok.TransactionTimeoutProblem(); p != nil {
+			t.Errorf("%+v: %+v", ok, p)
+		}
+	}
+}
