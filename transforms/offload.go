@@ -216,13 +216,39 @@ func withPointerHeaders(headers []pipeline.Header) []pipeline.Header {
 		pipeline.Header{Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)})
 }
 
-// passes reports whether r passes through unchanged: a tombstone, a record at
-// or under the threshold, or one whose key and headers alone are over the
-// slim topic's limit (storing its value could not make it fit: the size check
-// sends it, whole, to the dead-letter path). A pointer is checkPointer's.
+// passes reports whether r passes through unchanged. The decision is on the
+// value: it is stored when the record is over the threshold and storing it
+// brings the record to the threshold or under, or is what lets it fit the
+// slim topic at all. So a tombstone, a record at or under the threshold, a
+// record whose key and headers make it large (a 100-byte value under 400 KB
+// of headers: storing the value would save nothing and leave an object per
+// record), and one whose key and headers alone are over the slim topic's
+// limit (the size check sends it, whole, to the dead-letter path) pass. A
+// pointer is checkPointer's.
 func (o *Offload) passes(r *pipeline.Record) bool {
-	return r.IsTombstone() || pipeline.EstimateRecordSize(r) <= o.threshold ||
-		(o.limit > 0 && !o.ValueOffloadFits(r, o.limit))
+	if r.IsTombstone() {
+		return true
+	}
+	size := pipeline.EstimateRecordSize(r)
+	if size <= o.threshold {
+		return true
+	}
+	after := o.offloadedSize(r)
+	switch {
+	case after <= o.threshold:
+		return false
+	case o.limit > 0 && size > o.limit && after <= o.limit:
+		return false
+	}
+	return true
+}
+
+// offloadedSize is r's estimated size with its value stored: its key and
+// headers, the pointer and the pointer's headers.
+func (o *Offload) offloadedSize(r *pipeline.Record) int {
+	p := pointer.Pointer{Store: o.storeName, Key: o.objectKey(r, strings.Repeat("0", 64)), Size: int64(len(r.Value)),
+		SHA256: strings.Repeat("0", 64), Codec: o.codec, StoredSize: int64(len(r.Value))}
+	return pipeline.EstimateSize(r.Key, p.Encode(), withPointerHeaders(r.Headers))
 }
 
 // checkPointer admits a record that carries the pointer marker only when it
@@ -317,9 +343,7 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 // limit bytes: not when its key and headers alone are over it, so that no
 // object is stored that cannot help.
 func (o *Offload) ValueOffloadFits(r *pipeline.Record, limit int) bool {
-	p := pointer.Pointer{Store: o.storeName, Key: o.objectKey(r, strings.Repeat("0", 64)), Size: int64(len(r.Value)),
-		SHA256: strings.Repeat("0", 64), Codec: o.codec, StoredSize: int64(len(r.Value))}
-	return pipeline.EstimateSize(r.Key, p.Encode(), withPointerHeaders(r.Headers)) <= limit
+	return o.offloadedSize(r) <= limit
 }
 
 // StoreRecord keeps the whole of r (key, value, headers, coordinates) as one

@@ -217,3 +217,26 @@ func TestOffloadStoresNothingThatCannotHelp(t *testing.T) {
 		t.Errorf("stored record differs from the original: %d-byte key, value %q, headers %+v", len(whole.Key), whole.Value, whole.Headers)
 	}
 }
+
+// The decision is on the value: a record whose headers make it large, with
+// a value too small for storing it to bring the record to the threshold,
+// passes as it is (no object per record for nothing), in both paths; one
+// whose value is what keeps it over the slim topic's limit is offloaded even
+// when its headers leave it over the threshold.
+func TestOffloadDecidesOnTheValue(t *testing.T) {
+	store := &memStore{objects: map[string][]byte{}}
+	o := newTestOffload(t, store, settings.SizeOrAuto(64*settings.KiB), time.Second)
+	heavy := []pipeline.Header{{Key: "context", Value: bytes.Repeat([]byte("h"), 400<<10)}}
+	tiny := &pipeline.Record{Topic: "orders.raw", Offset: 1, Value: bytes.Repeat([]byte("v"), 100), Headers: heavy}
+	if got, done, err := o.ApplyQuick(tiny); err != nil || !done || got != tiny {
+		t.Errorf("ApplyQuick on 100 bytes under 400 KiB of headers: done %v, %v; want it passed", done, err)
+	}
+	if got, err := o.Apply(context.Background(), tiny); err != nil || got != tiny || store.puts != 0 {
+		t.Errorf("Apply on 100 bytes under 400 KiB of headers: %v, %d puts; want it passed, no put", err, store.puts)
+	}
+	big := &pipeline.Record{Topic: "orders.raw", Offset: 2, Value: bytes.Repeat([]byte("v"), 700<<10), Headers: heavy}
+	out, err := o.Apply(context.Background(), big)
+	if err != nil || !pointer.IsPointer(out.Header) || store.puts != 1 {
+		t.Errorf("Apply on 700 KiB under 400 KiB of headers (1.1 MiB, over the 1 MB limit): %v, %d puts; want it offloaded", err, store.puts)
+	}
+}
