@@ -38,29 +38,28 @@ func storeKeys(t *testing.T, s stores.Store, prefix string) []string {
 // 5s + commit interval 50ms).
 const gcGrace = 8 * time.Second
 
-// gcPipelineFile is pipelineFile with a small gc floor, and consumer
-// properties (which gc's reads use too) of the test's choosing.
+// gcPipelineFile is pipelineFile with a small gc floor (the producer's
+// transaction.timeout.ms at 5 s), and consumer properties (which gc's reads
+// use too) of the test's choosing.
 func gcPipelineFile(t *testing.T, name, source, slim, group, storeYAML, consumer, extra string) string {
 	t.Helper()
 	if consumer == "" {
 		consumer = "{}"
 	}
-	return writeConfig(t, fmt.Sprintf(`
-pipelines:
-  %s:
-    kafka:
-      bootstrap_servers: %q
-      consumer: %s
-      producer: {transaction.timeout.ms: 5000}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {max_records: 200, interval: 50ms}
-    stores:
-%s
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    observability: {listen: "", log_format: console, log_level: info}
-%s`, name, bootstrap, consumer, source, group, slim, storeYAML, extra))
+	path := pipelineFile(t, name, source, slim, group, storeYAML, extra)
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafka := "consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}"
+	if !bytes.Contains(body, []byte(kafka)) {
+		t.Fatalf("pipelineFile no longer writes %q", kafka)
+	}
+	body = bytes.Replace(body, []byte(kafka), fmt.Appendf(nil, "consumer: %s\n      producer: {transaction.timeout.ms: 5000}", consumer), 1)
+	if err := os.WriteFile(path, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // gcReport is what offloader gc --json prints.

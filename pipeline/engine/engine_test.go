@@ -481,30 +481,6 @@ func TestALostAssignmentDropsTheBatch(t *testing.T) {
 	}
 }
 
-// An abort and then a lost assignment send records back twice: each source
-// offset still counts once in records_in_total, the rest in
-// records_reread_total.
-func TestRecordsInCountsEachOffsetOnce(t *testing.T) {
-	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
-	h.ses.produceFail = func(n int) error {
-		if n == 10 {
-			return &AbortError{Err: errors.New("producing: Local: Erroneous state")}
-		}
-		return nil
-	}
-	h.midBatch(25, func(s *source) {
-		s.lose(p0, p1)
-		s.assign(p0, p1)
-	})
-	if _, err := h.run(nil); err != nil {
-		t.Fatal(err)
-	}
-	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
-	if in, again := testutil.ToFloat64(h.m.RecordsIn), testutil.ToFloat64(h.m.RecordsReread); in != 80 || again == 0 {
-		t.Errorf("records_in_total %v and records_reread_total %v, want 80 and the rest read again", in, again)
-	}
-}
-
 // pointers marks every value over 8 bytes as offloaded, as the offload step
 // would, for the metrics.
 type pointers struct{}
