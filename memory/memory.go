@@ -63,6 +63,25 @@ func HeapLimit(inFlight int64) int64 { return inFlight/2 + HeapOverhead }
 // bounded by count, their bytes over MessageSlot.
 const MessageSlot = 2 << 10
 
+// MinPrefetchMessages is the fewest records the prefetch is let hold by
+// count (BoundPrefetch).
+const MinPrefetchMessages = 16
+
+// BoundPrefetch bounds the prefetch by record count as well, for records up
+// to largestInput bytes (the largest the source topics take): librdkafka
+// counts a queued record's key and value against queued.max.messages.kbytes,
+// not its headers, so records made large by their headers would fill memory
+// far past the byte bound (3,000 records of 400 KB headers each took a 32 MiB
+// budget to 1 GB). At most PrefetchQueue / largestInput records are queued,
+// and MinPrefetchMessages; each fetch response is bounded by Fetch whatever
+// its records hold.
+func (p Plan) BoundPrefetch(largestInput int) Plan {
+	if largestInput > 0 {
+		p.PrefetchMessages = max(MinPrefetchMessages, min(p.PrefetchMessages, int(p.PrefetchQueue/int64(largestInput))))
+	}
+	return p
+}
+
 // MinFetch is the smallest fetch.max.bytes librdkafka takes: its consumer's
 // message.max.bytes (1,000,000 by default), rounded up to a MiB.
 const MinFetch = 1 << 20

@@ -63,3 +63,21 @@ func TestSplitProduceQueueHoldsTheLargestRecord(t *testing.T) {
 		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 4 MiB quarter and at least 1 upload", p.ProduceQueue, p.MaxUploads)
 	}
 }
+
+// The prefetch is bounded by count for the largest record the source takes:
+// records made large by their headers, which librdkafka does not count in
+// bytes, cannot take it past its share; never under MinPrefetchMessages,
+// never over the count the byte share gives.
+func TestBoundPrefetchCountsTheLargestRecord(t *testing.T) {
+	plan := Split(32<<20, 1, 8, 1<<20)
+	for _, c := range []struct{ largest, want int }{
+		{0, plan.PrefetchMessages},
+		{1 << 10, plan.PrefetchMessages},
+		{64 << 10, 64},
+		{1 << 20, MinPrefetchMessages},
+	} {
+		if got := plan.BoundPrefetch(c.largest).PrefetchMessages; got != c.want {
+			t.Errorf("largest record %d: %d messages, want %d (share %d bytes)", c.largest, got, c.want, plan.PrefetchQueue)
+		}
+	}
+}

@@ -57,7 +57,11 @@ func (t *Topology) Memory(p *config.Pipeline) memory.Plan {
 	for _, l := range t.FailureLimits() {
 		largest = max(largest, l.Bytes)
 	}
-	return memory.Split(int64(p.Memory.InFlight), t.Figures.Brokers, p.Memory.MaxUploads, largest)
+	largestInput := 0
+	for _, s := range t.Figures.Sources {
+		largestInput = max(largestInput, s.MaxMessageBytes, s.MaxDecompressedBytes)
+	}
+	return memory.Split(int64(p.Memory.InFlight), t.Figures.Brokers, p.Memory.MaxUploads, largest).BoundPrefetch(largestInput)
 }
 
 // DeadLetterLimit is the dead-letter topic's limit (zero without one).
