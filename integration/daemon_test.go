@@ -131,7 +131,7 @@ func committedInLog(log string) int {
 }
 
 // pipelineFile writes a one-pipeline config file.
-func pipelineFile(t *testing.T, name, source, slim, group, storeYAML string, extra string) string {
+func pipelineFile(t testing.TB, name, source, slim, group, storeYAML string, extra string) string {
 	t.Helper()
 	body := fmt.Sprintf(`
 pipelines:
@@ -190,7 +190,7 @@ type sourceRecord struct {
 	headers   []kafka.Header
 }
 
-func produceRecords(t *testing.T, topic string, recs []sourceRecord) {
+func produceRecords(t testing.TB, topic string, recs []sourceRecord) {
 	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{
 		"bootstrap.servers": bootstrap, "enable.idempotence": true,

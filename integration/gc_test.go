@@ -135,7 +135,7 @@ func assertAllResolve(t *testing.T, s stores.Store, topics ...string) int {
 
 // readToEnd reads every partition of topic, read_committed, from its start
 // to its end, as an independent client (no offloader code).
-func readToEnd(t *testing.T, topic string) []*kafka.Message {
+func readToEnd(t testing.TB, topic string) []*kafka.Message {
 	t.Helper()
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": uniqueName(t, "reader"),
 		"enable.auto.commit": false, "isolation.level": "read_committed", "enable.partition.eof": true, "auto.offset.reset": "error"})
