@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/pointer"
+)
+
+// A group that read further on the fat topic than the pipeline has copied
+// is not moved: translate-offsets refuses and names the partition and the
+// lag (it would otherwise stand at the slim topic's end and read the
+// records in between a second time once the pipeline copies them). With
+// --wait it moves the group once the pipeline has passed it, and the group
+// then reads each later record exactly once (read by a plain consumer of
+// the group, not by offloader). Contradicting flags are refused, and a dry
+// run changes nothing.
+func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
+	t.Parallel() // its own topics and groups; runs beside the other parallel tests
+	raw := uniqueName(t, "raw")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	recs := historyRecords(60, 1)
+	produceRecords(t, raw, recs[:30])
+	cfg, slim, _ := migrationPipeline(t, raw, 1)
+	if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	produceRecords(t, raw, recs[30:])
+	group := uniqueName(t, "app")
+	consumeGroup(t, group, raw, 1, 50) // the application read 50; the pipeline copied 30
+	translate := func(args ...string) (int, string) {
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-c", cfg, "--group", group}, args...)...).CombinedOutput()
+		return exitCode(err), string(out)
+	}
+	for _, args := range [][]string{{"--dry-run", "--execute"}, {"--dry-run=false"}} {
+		if code, out := translate(args...); code != 2 || !strings.Contains(out, "nothing was changed") {
+			t.Errorf("%v: exit %d, want 2 (refused)\n%s", args, code, out)
+		}
+	}
+	code, out := translate("--execute")
+	if code != 1 || !strings.Contains(out, raw+"[0] (group at 50, pipeline at 30: 20 behind)") || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("a group ahead of the pipeline: exit %d, want 1 naming the partition and the lag\n%s", code, out)
+	}
+	if n := partitionsCommitted(t, group, slim, 1); n != 0 {
+		t.Fatalf("the refused and contradicted calls committed on %d slim partitions", n)
+	}
+
+	d := startDaemon(t, cfg)
+	code, out = translate("--execute", "--wait", "2m")
+	if code != 0 || !strings.Contains(out, "moved group "+group) {
+		t.Fatalf("--wait: exit %d\n%s", code, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for committedTotal(t, newAdmin(t), groupOf(t, cfg), raw) < 60 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pipeline did not copy all 60 records in a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d", code)
+	}
+	got := groupReadsToTheEnd(t, group, slim)
+	want := []int64{}
+	for o := int64(50); o < 60; o++ {
+		want = append(want, o)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the group read the source offsets %v on the slim topic, want %v once each", got, want)
+	}
+}
+
+// groupReadsToTheEnd consumes topic (one partition) as group from its
+// committed offset to the end, read_committed, and returns the source offset
+// of each record (its offloader-source header), in order.
+func groupReadsToTheEnd(t *testing.T, group, topic string) []int64 {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false,
+		"isolation.level": "read_committed", "enable.partition.eof": true, "auto.offset.reset": "error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Subscribe(topic, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for deadline := time.Now().Add(time.Minute); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not reach the end of %s in a minute", group, topic)
+		}
+		switch ev := c.Poll(200).(type) {
+		case *kafka.Message:
+			v, _ := headerValue(ev.Headers, pointer.HeaderSource)
+			_, _, o, err := pointer.ParseSource([]byte(v))
+			if err != nil {
+				t.Fatalf("%s@%d: %v", topic, ev.TopicPartition.Offset, err)
+			}
+			out = append(out, o)
+		case kafka.PartitionEOF:
+			return out
+		case kafka.Error:
+			t.Fatalf("%s: %v", fmt.Sprint(group), ev)
+		}
+	}
+}
