@@ -62,7 +62,10 @@ a topic is missing or Kafka cannot be reached.
 
 --create-missing creates the missing slim, retry and dead-letter topics with as
 many partitions as the largest source topic and a max.message.bytes that fits,
-then checks again. 'run' never creates topics.`,
+the slim and dead-letter topics with the sources' policy (compacted where a
+source is, retention no shorter), then checks again. 'run' never creates
+topics. An existing slim or dead-letter topic that would keep less than a
+source (not compacted where it is, a shorter retention) is a problem.`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("check"))
 			src := c.pipelineFlags(fs)

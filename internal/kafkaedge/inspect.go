@@ -223,6 +223,12 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 		if e, ok := res[0].Config["retention.ms"]; ok {
 			t.RetentionMs, _ = strconv.ParseInt(e.Value, 10, 64)
 		}
+		if e, ok := res[0].Config["retention.bytes"]; ok {
+			t.RetentionBytes, _ = strconv.ParseInt(e.Value, 10, 64)
+		}
+		if e, ok := res[0].Config["cleanup.policy"]; ok {
+			t.CleanupPolicy = e.Value
+		}
 		// Kafka 4.4's per-record gate; older brokers do not report it.
 		if e, ok := res[0].Config["max.decompressed.message.bytes"]; ok {
 			t.MaxDecompressedBytes, _ = strconv.Atoi(e.Value)

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -26,7 +27,122 @@ type TopicInfo struct {
 	// (Kafka 4.4): the broker's cap on one record's decompressed size, where
 	// it decompresses batches. 0: the broker does not report it.
 	MaxDecompressedBytes int
-	RetentionMs          int64
+	// RetentionMs and RetentionBytes are the effective retention.ms and
+	// retention.bytes (-1: no limit); CleanupPolicy is cleanup.policy
+	// (delete, compact, or both).
+	RetentionMs    int64
+	RetentionBytes int64
+	CleanupPolicy  string
+}
+
+// compacts reports whether the topic's cleanup.policy compacts it.
+func (t TopicInfo) compacts() bool { return strings.Contains(t.CleanupPolicy, "compact") }
+
+// deletes reports whether the topic's cleanup.policy deletes by retention.
+func (t TopicInfo) deletes() bool {
+	return t.CleanupPolicy == "" || strings.Contains(t.CleanupPolicy, "delete")
+}
+
+// keptMs and keptBytes are how long and how much the topic keeps by
+// retention: no limit (-1) when it does not delete by retention at all.
+func (t TopicInfo) keptMs() int64 {
+	if !t.deletes() {
+		return -1
+	}
+	return t.RetentionMs
+}
+
+func (t TopicInfo) keptBytes() int64 {
+	if !t.deletes() {
+		return -1
+	}
+	return t.RetentionBytes
+}
+
+// longer reports whether retention a (ms or bytes; -1 no limit) keeps at
+// least as much as b.
+func longer(a, b int64) bool { return a < 0 || b >= 0 && a >= b }
+
+// SourcePolicy is the topic policy the slim and dead-letter topics need so
+// that they keep what the source topics keep, once those are gone: compacted
+// when a source is (deleting by retention too only when every compacted
+// source does), retention.ms and retention.bytes the longest of the sources'.
+func (f *Figures) SourcePolicy() map[string]string {
+	policy := map[string]string{}
+	compacted, deleteAlso, seen := false, true, false
+	var ms, bytes int64
+	for _, s := range f.Sources {
+		if !s.Exists {
+			continue
+		}
+		if s.compacts() {
+			compacted = true
+			deleteAlso = deleteAlso && s.deletes()
+		}
+		if !seen || !longer(ms, s.keptMs()) {
+			ms = s.keptMs()
+		}
+		if !seen || !longer(bytes, s.keptBytes()) {
+			bytes = s.keptBytes()
+		}
+		seen = true
+	}
+	if compacted {
+		policy["cleanup.policy"] = "compact"
+		if deleteAlso {
+			policy["cleanup.policy"] = "compact,delete"
+		}
+	}
+	if ms != 0 {
+		policy["retention.ms"] = strconv.FormatInt(ms, 10)
+	}
+	if bytes != 0 {
+		policy["retention.bytes"] = strconv.FormatInt(bytes, 10)
+	}
+	return policy
+}
+
+// policyProblems are the slim and dead-letter topics whose policy would
+// lose what a source topic keeps: not compacted where a source is, or kept
+// for a shorter time or fewer bytes. Once the fat topic is deleted (the
+// runbook's last step) they hold the only copy.
+func (f *Figures) policyProblems() []Problem {
+	var problems []Problem
+	for _, t := range append([]TopicInfo{f.Slim}, deref(f.DeadLetter)...) {
+		if !t.Exists {
+			continue
+		}
+		for _, s := range f.Sources {
+			if !s.Exists {
+				continue
+			}
+			var what []string
+			if s.compacts() && !t.compacts() {
+				what = append(what, fmt.Sprintf("it is not compacted (cleanup.policy=%s) while %s is (%s): after its retention the latest value of each key is gone", t.CleanupPolicy, s.Name, s.CleanupPolicy))
+			}
+			if !longer(t.keptMs(), s.keptMs()) {
+				what = append(what, fmt.Sprintf("it keeps records for retention.ms=%d, %s for %d (-1: no limit)", t.keptMs(), s.Name, s.keptMs()))
+			}
+			if !longer(t.keptBytes(), s.keptBytes()) {
+				what = append(what, fmt.Sprintf("it keeps retention.bytes=%d per partition, %s %d (-1: no limit)", t.keptBytes(), s.Name, s.keptBytes()))
+			}
+			if len(what) == 0 {
+				continue
+			}
+			var configs []string
+			for _, k := range []string{"cleanup.policy", "retention.ms", "retention.bytes"} {
+				if v, ok := f.SourcePolicy()[k]; ok {
+					configs = append(configs, k+"="+v)
+				}
+			}
+			problems = append(problems, Problem{
+				What: fmt.Sprintf("%s topic %s would lose what source topic %s keeps: %s", t.Role, t.Name, s.Name, strings.Join(what, "; ")),
+				Fix: fmt.Sprintf("kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config '%s'",
+					f.Bootstrap, t.Name, strings.Join(configs, ",")),
+			})
+		}
+	}
+	return problems
 }
 
 // Figures are the size gates of a pipeline, read from the cluster and its file.
@@ -155,6 +271,7 @@ func CheckLimits(f *Figures) ([]Row, []Problem) {
 	if p := f.TransactionTimeoutProblem(); p != nil {
 		problems = append(problems, *p)
 	}
+	problems = append(problems, f.policyProblems()...)
 	maxSourcePartitions := 0
 	for _, s := range f.Sources {
 		maxSourcePartitions = max(maxSourcePartitions, s.Partitions)
@@ -279,9 +396,19 @@ func CreateMissing(ctx context.Context, p *config.Pipeline, f *Figures, log *zap
 	}
 	defer admin.Close()
 	var specs []kafka.TopicSpecification
+	keeps := map[string]bool{f.Slim.Name: true}
+	if f.DeadLetter != nil {
+		keeps[f.DeadLetter.Name] = true
+	}
 	for name, n := range largest {
-		specs = append(specs, kafka.TopicSpecification{Topic: name, NumPartitions: partitions, ReplicationFactor: -1,
-			Config: map[string]string{"max.message.bytes": strconv.Itoa(n)}})
+		cfg := map[string]string{"max.message.bytes": strconv.Itoa(n)}
+		if keeps[name] {
+			// The slim and dead-letter topics keep what the sources keep.
+			for k, v := range f.SourcePolicy() {
+				cfg[k] = v
+			}
+		}
+		specs = append(specs, kafka.TopicSpecification{Topic: name, NumPartitions: partitions, ReplicationFactor: -1, Config: cfg})
 	}
 	res, err := admin.CreateTopics(ctx, specs)
 	if err != nil {

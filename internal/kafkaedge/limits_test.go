@@ -1,6 +1,7 @@
 package kafkaedge
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,37 @@ func TestTransactionTimeoutOverTheBrokersMaximum(t *testing.T) {
 		if p := ok.TransactionTimeoutProblem(); p != nil {
 			t.Errorf("%+v: %+v", ok, p)
 		}
+	}
+}
+
+// The slim and dead-letter topics keep what the sources keep: a compacted
+// source asks for compacted topics, with retention no shorter; an existing
+// slim topic that deletes by 7 days what a compacted source keeps is a
+// problem whose fix sets the source's policy; one that matches is none.
+func TestTopicPolicyFollowsTheSource(t *testing.T) {
+	week, month := int64(7*24*3600*1000), int64(30*24*3600*1000)
+	src := TopicInfo{Name: "raw", Role: "source", Exists: true, CleanupPolicy: "compact", RetentionMs: week, RetentionBytes: -1}
+	slim := TopicInfo{Name: "slim", Role: "slim", Exists: true, CleanupPolicy: "delete", RetentionMs: week, RetentionBytes: -1}
+	f := &Figures{Bootstrap: "b:9092", Sources: []TopicInfo{src}, Slim: slim}
+	if got := f.SourcePolicy(); got["cleanup.policy"] != "compact" || got["retention.ms"] != "-1" || got["retention.bytes"] != "-1" {
+		t.Errorf("policy for a compacted source: %v", got)
+	}
+	problems := f.policyProblems()
+	if len(problems) != 1 || !strings.Contains(problems[0].What, "slim topic slim would lose what source topic raw keeps: it is not compacted") ||
+		!strings.Contains(problems[0].Fix, "--entity-name slim --add-config 'cleanup.policy=compact,retention.ms=-1,retention.bytes=-1'") {
+		t.Errorf("problems %+v", problems)
+	}
+	f.Slim.CleanupPolicy = "compact"
+	if p := f.policyProblems(); len(p) != 0 {
+		t.Errorf("a compacted slim topic: %+v", p)
+	}
+	// Deleting sources: the longest retention wins; a shorter slim one is a problem.
+	f = &Figures{Sources: []TopicInfo{{Name: "a", Exists: true, CleanupPolicy: "delete", RetentionMs: week, RetentionBytes: -1},
+		{Name: "b", Exists: true, CleanupPolicy: "delete", RetentionMs: month, RetentionBytes: -1}}, Slim: slim}
+	if got := f.SourcePolicy(); got["retention.ms"] != strconv.FormatInt(month, 10) || got["cleanup.policy"] != "" {
+		t.Errorf("policy for deleting sources: %v", got)
+	}
+	if p := f.policyProblems(); len(p) != 1 || !strings.Contains(p[0].What, "source topic b keeps: it keeps records for retention.ms=604800000, b for 2592000000") {
+		t.Errorf("problems %+v", p)
 	}
 }
