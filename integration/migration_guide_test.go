@@ -12,7 +12,8 @@ import (
 // the real broker and Azurite: a fat topic with a consumer group part-way
 // through it, analyze, check --create-missing, a rate-limited migrate with
 // parity, verify --deep, run taking over the live traffic, translate-offsets
-// (dry run, then executed) and the clean-up. Only the names are made unique.
+// (dry run, then executed, after the pipeline's group showed lag 0) and the
+// clean-up. Only the names are made unique.
 // The translation is held to the group's own position on the fat topic: on
 // each partition the next record is the one after the last it read.
 func TestMigrationRunbookRuns(t *testing.T) {
@@ -29,6 +30,17 @@ func TestMigrationRunbookRuns(t *testing.T) {
 		"dry run: nothing was changed",
 		"moved group "+name+"-billing on 3 partition(s)",
 	)
+	// Before the cut-over the pipeline's own group shows LAG 0 on every
+	// partition of the fat topic (the zero-lag step).
+	lag := regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`-offloader\s+`+regexp.QuoteMeta(name)+`\.fat\s+\d\s+(\d+)\s+(\d+)\s+(\d+)\s`).FindAllSubmatch(out, -1)
+	if len(lag) != 3 {
+		t.Errorf("found %d rows of the pipeline group's lag, want 3:\n%s", len(lag), out)
+	}
+	for _, row := range lag {
+		if string(row[3]) != "0" {
+			t.Errorf("the pipeline's group before the cut-over: offset %s of %s, lag %s; want lag 0", row[1], row[2], row[3])
+		}
+	}
 	// The billing group's position on the fat topic, from kafka-consumer-groups.sh,
 	// is the next record the plan names on each partition.
 	fat := regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`-billing\s+`+regexp.QuoteMeta(name)+`\.fat\s+(\d)\s+(\d+)\s`).FindAllSubmatch(out, -1)
