@@ -19,8 +19,9 @@ import (
 // records in between a second time once the pipeline copies them). With
 // --wait it moves the group once the pipeline has passed it, and the group
 // then reads each later record exactly once (read by a plain consumer of
-// the group, not by offloader). Contradicting flags are refused, and a dry
-// run changes nothing.
+// the group, not by offloader). Contradicting flags are refused, a dry run
+// changes nothing, and translating again once the group read on the slim
+// topic is refused without --force.
 func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	t.Parallel() // its own topics and groups; runs beside the other parallel tests
 	raw := uniqueName(t, "raw")
@@ -73,6 +74,16 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the group read the source offsets %v on the slim topic, want %v once each", got, want)
+	}
+	// Its consumers commit on the slim topic as they read: translating again
+	// would move them back, and is refused without --force.
+	consumeGroup(t, group, slim, 1, int64(len(readToEnd(t, slim))))
+	code, out = translate("--execute")
+	if code != 1 || !strings.Contains(out, "already stands further on the slim topic than the plan") || !strings.Contains(out, "records read again") {
+		t.Errorf("translating again after the group read on: exit %d, want 1\n%s", code, out)
+	}
+	if code, out := translate("--execute", "--force"); code != 0 || !strings.Contains(out, "moved group "+group) {
+		t.Errorf("--force: exit %d\n%s", code, out)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 
 var translateCommand = &command{
 	name:  "migrate translate-offsets",
-	usage: "-c FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION]",
+	usage: "-c FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force]",
 	help: `
 Moves consumer group G from the pipeline's source topics to its slim topic:
 on each slim partition G's committed offset becomes the first record whose
@@ -36,6 +38,11 @@ refuses and names the partitions and how far the pipeline is behind;
 --wait DURATION waits up to that long for the pipeline to pass G (it must
 be running), then translates.
 
+A group that already has commits on the slim topic past the plan (its
+consumers started there) is refused too: translating again would move it
+back, and its consumers would read those records a second time. The refusal
+shows how many per partition; --force moves it anyway.
+
 It prints the plan first. --dry-run (the default) changes nothing; --execute
 applies it; the two together are refused, as kafka-consumer-groups.sh
 refuses them. G must have no active member: stop its consumers, translate,
@@ -53,6 +60,7 @@ func (c *cli) translateOffsets(args []string) int {
 	dryRun := fs.Bool("dry-run", true, "print the plan and change nothing (the default)")
 	execute := fs.Bool("execute", false, "apply the plan")
 	wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
+	force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
 	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
@@ -184,6 +192,17 @@ func (c *cli) translateOffsets(args []string) int {
 		fmt.Fprintf(tw, "%s[%d]\t%s\t%s\t%s\t%s\n", p.SlimTopic, m.SlimPartition, now, to, next, m.Note)
 	}
 	tw.Flush()
+	var back []string
+	for part, to := range apply {
+		if now, ok := current[part]; ok && now > to {
+			back = append(back, fmt.Sprintf("%s[%d] (at %d, the plan says %d: %d records read again)", p.SlimTopic, part, now, to, now-to))
+		}
+	}
+	if len(back) > 0 && !*force {
+		slices.Sort(back)
+		return fail(fmt.Errorf("group %s already stands further on the slim topic than the plan: %s; its consumers started there, and moving it back would have them read those records a second time; --force moves it anyway (nothing was changed)",
+			*group, strings.Join(back, ", ")))
+	}
 	if !*execute {
 		fmt.Fprintf(c.stdout, "dry run: nothing was changed; --execute moves group %s as above\n", *group)
 		return exitOK
