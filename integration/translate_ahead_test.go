@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/serializer"
 )
 
 // A group that read further on the fat topic than the pipeline has copied
@@ -118,6 +121,33 @@ func groupReadsToTheEnd(t *testing.T, group, topic string) []int64 {
 			return out
 		case kafka.Error:
 			t.Fatalf("%s: %v", fmt.Sprint(group), ev)
+		}
+	}
+}
+
+// A pointer a serializer put on the fat topic passes the migration
+// unchanged, and parity compares it pointer to pointer: migrate (which
+// checks parity) and verify pass.
+func TestParityPassesAPassThroughPointer(t *testing.T) {
+	t.Parallel() // its own topics; runs beside the other parallel tests
+	raw := uniqueName(t, "raw")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	cfg, _, root := migrationPipeline(t, raw, 1)
+	ser, err := serializer.New(serializer.Config{Store: openFS(t, root), StoreName: "payloads", Threshold: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ser.Serialize(context.Background(), raw, []byte("p"), bytes.Repeat([]byte("x"), 200<<10), nil)
+	if err != nil || !rec.Offloaded {
+		t.Fatalf("serialize: %v", err)
+	}
+	recs := historyRecords(20, 1)
+	recs = append(recs, sourceRecord{key: rec.Key, value: rec.Value, headers: kafkaHeaders(rec.Headers)})
+	produceRecords(t, raw, recs)
+	for _, args := range [][]string{{"migrate", "-c", cfg}, {"migrate", "verify", "-c", cfg, "--deep"}} {
+		out, err := exec.Command(offloaderBinary(t), args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "parity OK") {
+			t.Errorf("%v: %v\n%s", args, err, out)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,10 +68,21 @@ func digestOf(key []byte, valueSHA *[32]byte, headers []pipeline.Header, timesta
 	return d
 }
 
-// SourceDigest is the digest of a raw record.
+// SourceDigest is the digest of a raw record. A record that already is a
+// pointer passes the pipeline unchanged, and is compared pointer to pointer:
+// its digest takes the SHA-256 its pointer claims, as the slim side's does.
 func SourceDigest(r *pipeline.Record) Digest {
 	if r.Value == nil {
 		return digestOf(r.Key, nil, r.Headers, r.Timestamp.UnixMilli())
+	}
+	if pointer.IsPointer(r.Header) && pointer.CheckVersion(r.Header) == nil {
+		if p, err := pointer.Decode(r.Value); err == nil {
+			if claimed, err := hex.DecodeString(p.SHA256); err == nil && len(claimed) == sha256.Size {
+				var sum [32]byte
+				copy(sum[:], claimed)
+				return digestOf(r.Key, &sum, r.Headers, r.Timestamp.UnixMilli())
+			}
+		}
 	}
 	sum := sha256.Sum256(r.Value)
 	return digestOf(r.Key, &sum, r.Headers, r.Timestamp.UnixMilli())
@@ -94,6 +106,9 @@ func (p Partition) String() string { return p.Topic + "[" + strconv.Itoa(int(p.P
 type entry struct {
 	offset int64
 	digest Digest
+	// slimPartition and slimOffset place a slim record in the slim topic.
+	slimPartition int32
+	slimOffset    int64
 	// broken says why the slim record's value is not what its pointer
 	// claims ("" when it is).
 	broken string
@@ -131,7 +146,7 @@ func (p *Parity) AddSlim(r *pipeline.Record, valueSHA *[32]byte) {
 		return
 	}
 	k := Partition{topic, partition}
-	p.slim[k] = append(p.slim[k], entry{offset: offset, digest: SlimDigest(r, valueSHA)})
+	p.slim[k] = append(p.slim[k], entry{offset: offset, digest: SlimDigest(r, valueSHA), slimPartition: r.Partition, slimOffset: r.Offset})
 }
 
 // AddBrokenSlim adds a slim record whose original value could not be
@@ -145,7 +160,7 @@ func (p *Parity) AddBrokenSlim(r *pipeline.Record, why string) {
 		return
 	}
 	k := Partition{topic, partition}
-	p.slim[k] = append(p.slim[k], entry{offset: offset, broken: why})
+	p.slim[k] = append(p.slim[k], entry{offset: offset, broken: why, slimPartition: r.Partition, slimOffset: r.Offset})
 }
 
 // AddDeadLetter adds a record of the dead-letter topic; one that names no
@@ -209,6 +224,28 @@ func inRange(es []entry, r Range) []entry {
 	return out
 }
 
+// outOfOrder is the first pair of a source partition's records that stand
+// in a slim partition in another order than in the source ("" when none
+// does): within a partition, Kafka's order is the record order, and for a
+// compacted slim topic it decides which value a key keeps.
+func outOfOrder(es []entry) string {
+	bySlim := map[int32][]entry{}
+	for _, e := range es {
+		bySlim[e.slimPartition] = append(bySlim[e.slimPartition], e)
+	}
+	for _, sp := range slices.Sorted(maps.Keys(bySlim)) {
+		list := bySlim[sp]
+		slices.SortFunc(list, func(a, b entry) int { return cmp.Compare(a.slimOffset, b.slimOffset) })
+		for i := 1; i < len(list); i++ {
+			if list[i].offset < list[i-1].offset {
+				return fmt.Sprintf("offsets %d and %d are out of order in the slim topic (partition %d, at %d and %d)",
+					list[i-1].offset, list[i].offset, sp, list[i-1].slimOffset, list[i].slimOffset)
+			}
+		}
+	}
+	return ""
+}
+
 func (p *Parity) check(k Partition, r Range) Result {
 	src, slim := inRange(p.source[k], r), inRange(p.slim[k], r)
 	dead := map[int64]bool{}
@@ -247,6 +284,9 @@ func (p *Parity) check(k Partition, r Range) Result {
 	}
 	if res.Problem == "" && i < len(slim) {
 		res.Problem = fmt.Sprintf("the slim topic names offset %d, which the source range does not hold", slim[i].offset)
+	}
+	if res.Problem == "" {
+		res.Problem = outOfOrder(slim)
 	}
 	if res.Problem == "" && res.Source != res.Slim+res.DeadLettered {
 		res.Problem = fmt.Sprintf("%d source records, %d slim and %d dead-lettered", res.Source, res.Slim, res.DeadLettered)

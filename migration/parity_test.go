@@ -124,3 +124,31 @@ func TestParityNamesABrokenPayload(t *testing.T) {
 		t.Errorf("got %q", res.Problem)
 	}
 }
+
+// Records in another order in the slim topic than in the source fail
+// parity, naming both offsets: the order decides which value a compacted
+// slim topic keeps.
+func TestParityNamesASwappedPair(t *testing.T) {
+	src, slim, dead := fixture()
+	slim[1].Offset, slim[2].Offset = slim[2].Offset, slim[1].Offset
+	if res := check(src, slim, dead, originals(src, slim)); res.OK() || !strings.HasPrefix(res.Problem, "offsets 2 and 1 are out of order in the slim topic (partition 2, at 101 and 102)") {
+		t.Errorf("got %q", res.Problem)
+	}
+}
+
+// A record that already was a pointer on the source passes the pipeline
+// unchanged, and parity compares it pointer to pointer: it passes.
+func TestParityComparesAPassThroughPointerToItself(t *testing.T) {
+	src, slim, dead := fixture()
+	payload := []byte("the payload a serializer stored")
+	ptr := pointer.Pointer{Store: "blob", Key: "producer/sha256/x", Size: int64(len(payload)), SHA256: pointer.Digest(sha256.Sum256(payload)), Codec: "none", StoredSize: int64(len(payload))}
+	marked := []pipeline.Header{{Key: "h", Value: []byte("x")}, {Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte("v1")}}
+	src[3].Value, src[3].Headers = ptr.Encode(), marked
+	slim[3].Value = ptr.Encode()
+	slim[3].Headers = append(append([]pipeline.Header(nil), marked...), pipeline.Header{Key: pointer.HeaderSource, Value: pointer.Source("raw", 2, 3)})
+	values := originals(src, slim)
+	values[3] = payload // the slim side takes the SHA-256 the pointer claims
+	if res := check(src, slim, dead, values); !res.OK() {
+		t.Errorf("a pass-through pointer: %q", res.Problem)
+	}
+}
