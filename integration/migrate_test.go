@@ -282,6 +282,14 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 		if code, out := translate("--group", group, "--execute"); code != 0 || !strings.Contains(out, "moved group "+group) {
 			t.Fatalf("execute: exit %d\n%s", code, out)
 		}
+		if tc.want == -1 {
+			// Caught up: at the end itself, past the trailing commit marker, so
+			// that kafka-consumer-groups.sh shows lag 0, not 1.
+			ends := slimEnds(t, slim, 2)
+			if got := groupOffsets(t, group, slim, 2); got[0] != ends[0] || got[1] != ends[1] {
+				t.Errorf("a caught-up group stands at %v on the slim topic, want its ends %v (lag 0)", got, ends)
+			}
+		}
 		start := slimGroupStart(t, group, slim, 2)
 		if start[0] != tc.want || start[1] != tc.want {
 			t.Errorf("group that read %d per partition starts on the slim topic at source offsets %v, want %d on each", tc.read, start, tc.want)
@@ -371,4 +379,24 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 	if over["producer message.max.bytes"] != wantProducer || over["topic max.message.bytes"] != 0 || over["consumer receive.message.max.bytes"] != 0 {
 		t.Errorf("gates %v, want %d over the producer's limit and none over the topic's", over, wantProducer)
 	}
+}
+
+// slimEnds are the high watermarks of topic's partitions.
+func slimEnds(t *testing.T, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+	for p := range int32(partitions) {
+		req[kafka.TopicPartition{Topic: &topic, Partition: p}] = kafka.LatestOffsetSpec
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := newAdmin(t).ListOffsets(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for tp, r := range res.ResultInfos {
+		out[tp.Partition] = int64(r.Offset)
+	}
+	return out
 }

@@ -82,7 +82,10 @@ func (x *Index) Translate(committed map[Partition]int64, ends map[int32]int64) [
 		}
 		i := slices.IndexFunc(recs, unread)
 		if i < 0 {
-			m.Offset = recs[len(recs)-1].slimOffset + 1
+			// The end itself, not the last record + 1: a transactional
+			// partition ends with a commit marker, and a group placed before
+			// it shows a lag of 1 that it can never consume.
+			m.Offset = max(recs[len(recs)-1].slimOffset+1, ends[sp])
 			m.Note = "the group had read every record it holds"
 			moves = append(moves, m)
 			continue

@@ -29,8 +29,8 @@ func TestTranslateFindsTheNextRecord(t *testing.T) {
 		{3, 6, "raw[0]@3"},  // read 0..2
 		{5, 10, "raw[0]@6"}, // read 0..4; 5 was dead-lettered, so 6 is next
 		{6, 10, "raw[0]@6"}, // read 0..5
-		{10, 17, ""},        // read everything: after the last record
-		{42, 17, ""},        // read more than was migrated (the live pipeline has the rest)
+		{10, 18, ""},        // read everything: at the end, past the trailing commit marker (lag 0)
+		{42, 18, ""},        // read more than was migrated (the live pipeline has the rest)
 	} {
 		m := x.Translate(map[Partition]int64{raw0: tc.committed}, map[int32]int64{0: 18})
 		if len(m) != 1 || m[0].Keep || m[0].Offset != tc.offset || m[0].Next != tc.next {
