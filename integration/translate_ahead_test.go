@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -149,5 +152,44 @@ func TestParityPassesAPassThroughPointer(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "parity OK") {
 			t.Errorf("%v: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// verify --deep downloads dead-lettered payloads too (here a record kept
+// whole because its 2 MiB key fits no topic): they are the only copy once
+// the fat topic is gone, and a corrupted one fails the check.
+func TestVerifyDeepChecksDeadLetteredPayloads(t *testing.T) {
+	t.Parallel() // its own topics; runs beside the other parallel tests
+	raw := uniqueName(t, "raw")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	cfg, _, root := migrationPipeline(t, raw, 1)
+	recs := historyRecords(10, 1)
+	recs = append(recs, sourceRecord{key: bytes.Repeat([]byte("k"), 2<<20), value: []byte("v")})
+	produceRecords(t, raw, recs)
+	if out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	verify := func() (int, string) {
+		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-c", cfg, "--deep").CombinedOutput()
+		return exitCode(err), string(out)
+	}
+	if code, out := verify(); code != 0 {
+		t.Fatalf("verify --deep before the corruption: exit %d\n%s", code, out)
+	}
+	var whole string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".record") && !strings.Contains(path, ".offloader-meta") {
+			whole = path
+		}
+		return nil
+	})
+	if whole == "" {
+		t.Fatal("no whole-record object in the store")
+	}
+	if err := os.WriteFile(whole, []byte("corrupted"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := verify(); code != 1 || !strings.Contains(out, "offset 10: the dead-letter record") {
+		t.Errorf("verify --deep with a corrupted dead-lettered payload: exit %d, want 1 naming offset 10\n%s", code, out)
 	}
 }

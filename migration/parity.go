@@ -120,13 +120,16 @@ type entry struct {
 type Parity struct {
 	source, slim map[Partition][]entry
 	dead         map[Partition][]int64
+	// deadBroken says why a dead-lettered record's payload did not resolve.
+	deadBroken map[Partition]map[int64]string
 	// Malformed counts slim records without a valid offloader-source.
 	malformed int
 }
 
 // NewParity returns an empty check.
 func NewParity() *Parity {
-	return &Parity{source: map[Partition][]entry{}, slim: map[Partition][]entry{}, dead: map[Partition][]int64{}}
+	return &Parity{source: map[Partition][]entry{}, slim: map[Partition][]entry{}, dead: map[Partition][]int64{},
+		deadBroken: map[Partition]map[int64]string{}}
 }
 
 // AddSource adds a raw record of the range checked.
@@ -163,19 +166,40 @@ func (p *Parity) AddBrokenSlim(r *pipeline.Record, why string) {
 	p.slim[k] = append(p.slim[k], entry{offset: offset, broken: why, slimPartition: r.Partition, slimOffset: r.Offset})
 }
 
-// AddDeadLetter adds a record of the dead-letter topic; one that names no
-// source record (by Kafka Connect's error headers) is ignored.
-func (p *Parity) AddDeadLetter(r *pipeline.Record) {
+// AddBrokenDeadLetter adds a record of the dead-letter topic whose payload
+// did not resolve (verify --deep): its source offset fails with why.
+func (p *Parity) AddBrokenDeadLetter(r *pipeline.Record, why string) {
+	k, offset, ok := deadLettered(r)
+	if !ok {
+		return
+	}
+	p.dead[k] = append(p.dead[k], offset)
+	if p.deadBroken[k] == nil {
+		p.deadBroken[k] = map[int64]string{}
+	}
+	p.deadBroken[k][offset] = why
+}
+
+// deadLettered is the source record a dead-letter record names (by Kafka
+// Connect's error headers).
+func deadLettered(r *pipeline.Record) (Partition, int64, bool) {
 	t, ok1 := r.Header(dlt.HeaderTopic)
 	part, ok2 := r.Header(dlt.HeaderPartition)
 	off, ok3 := r.Header(dlt.HeaderOffset)
 	pn, err1 := strconv.ParseInt(string(part), 10, 32)
 	on, err2 := strconv.ParseInt(string(off), 10, 64)
 	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil {
-		return
+		return Partition{}, 0, false
 	}
-	k := Partition{string(t), int32(pn)}
-	p.dead[k] = append(p.dead[k], on)
+	return Partition{string(t), int32(pn)}, on, true
+}
+
+// AddDeadLetter adds a record of the dead-letter topic; one that names no
+// source record (by Kafka Connect's error headers) is ignored.
+func (p *Parity) AddDeadLetter(r *pipeline.Record) {
+	if k, offset, ok := deadLettered(r); ok {
+		p.dead[k] = append(p.dead[k], offset)
+	}
 }
 
 // Range is the source offsets a partition's check covers: [From, To).
@@ -259,6 +283,9 @@ func (p *Parity) check(k Partition, r Range) Result {
 	i := 0
 	for _, s := range src {
 		if dead[s.offset] {
+			if why := p.deadBroken[k][s.offset]; why != "" && res.Problem == "" {
+				res.Problem = fmt.Sprintf("offset %d: %s", s.offset, why)
+			}
 			continue
 		}
 		hs.Write(s.digest[:])

@@ -152,3 +152,26 @@ func TestParityComparesAPassThroughPointerToItself(t *testing.T) {
 		t.Errorf("a pass-through pointer: %q", res.Problem)
 	}
 }
+
+// A dead-lettered record whose payload does not resolve (verify --deep)
+// fails its offset with why: it is the only copy once the fat topic is gone.
+func TestParityNamesABrokenDeadLetteredPayload(t *testing.T) {
+	src, slim, dead := fixture()
+	p := NewParity()
+	for _, r := range src {
+		p.AddSource(r)
+	}
+	for i, r := range slim {
+		sum := sha256.Sum256(originals(src, slim)[i])
+		if originals(src, slim)[i] == nil {
+			p.AddSlim(r, nil)
+			continue
+		}
+		p.AddSlim(r, &sum)
+	}
+	p.AddBrokenDeadLetter(dead[0], "payload does not match the pointer")
+	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
+	if res[0].OK() || res[0].Problem != "offset 7: payload does not match the pointer" || res[0].DeadLettered != 1 {
+		t.Errorf("got %+v", res[0])
+	}
+}

@@ -141,7 +141,23 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 			return nil, 0, err
 		}
 		if n > 0 {
-			if err := readTopic(ctx, p, d, nil, func(r *pipeline.Record) error { parity.AddDeadLetter(r); return nil }); err != nil {
+			err := readTopic(ctx, p, d, nil, func(r *pipeline.Record) error {
+				// --deep: a dead-lettered payload (a value offloaded, or the
+				// record kept whole) is the only copy once the fat topic is
+				// gone; it must resolve as well.
+				if deep && pointer.IsPointer(r.Header) {
+					if _, err := originalSHA(ctx, res, r, true); err != nil {
+						if ctx.Err() != nil {
+							return err
+						}
+						parity.AddBrokenDeadLetter(r, fmt.Sprintf("the dead-letter record %s[%d]@%d does not resolve: %v", r.Topic, r.Partition, r.Offset, err))
+						return nil
+					}
+				}
+				parity.AddDeadLetter(r)
+				return nil
+			})
+			if err != nil {
 				return nil, 0, err
 			}
 		}
