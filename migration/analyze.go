@@ -33,6 +33,9 @@ type Analysis struct {
 	largest []Largest
 	over    []GateFigures
 	offload Offload
+	// applies and slimLimit: see Gate.
+	applies   func(*pipeline.Record) bool
+	slimLimit int
 }
 
 // PartitionFigures are one partition's records and bytes.
@@ -70,6 +73,11 @@ type Offload struct {
 	SlimBytes int64 `json:"slim_bytes"`
 	// AlreadyPointers are records that already are pointers (left as they are).
 	AlreadyPointers int64 `json:"already_pointers"`
+	// DeadLettered are records the offload step would not take (its if:
+	// predicate does not match them) that are over the slim topic's limit:
+	// they would go to the dead-letter topic; a few are named.
+	DeadLettered         int64    `json:"records_dead_lettered"`
+	DeadLetteredExamples []string `json:"dead_lettered_examples,omitempty"`
 }
 
 // Bucket is a histogram bar: records of size [From, To).
@@ -105,6 +113,14 @@ func NewAnalysis(threshold int, store string, gates []Gate, top int) *Analysis {
 	return a
 }
 
+// Gate tells the analysis which records the offload step applies to (its
+// if: predicate, negate applied; nil: all) and the slim topic's limit (0:
+// unknown), so that a record the step passes by and that is over the limit
+// counts as dead-lettered, not offloaded.
+func (a *Analysis) Gate(applies func(*pipeline.Record) bool, slimLimit int) {
+	a.applies, a.slimLimit = applies, slimLimit
+}
+
 // Add counts a record.
 func (a *Analysis) Add(r *pipeline.Record) {
 	size := pipeline.EstimateRecordSize(r)
@@ -128,10 +144,15 @@ func (a *Analysis) Add(r *pipeline.Record) {
 	case pointer.IsPointer(r.Header):
 		a.offload.AlreadyPointers++
 		a.offload.SlimBytes += int64(size)
-	case r.Value != nil && a.threshold > 0 && size > a.threshold:
+	case r.Value != nil && a.threshold > 0 && size > a.threshold && (a.applies == nil || a.applies(r)):
 		a.offload.Records++
 		a.offload.Bytes += int64(len(r.Value))
 		a.offload.SlimBytes += int64(a.pointerSize(r))
+	case a.slimLimit > 0 && size > a.slimLimit:
+		a.offload.DeadLettered++
+		if len(a.offload.DeadLetteredExamples) < 5 {
+			a.offload.DeadLetteredExamples = append(a.offload.DeadLetteredExamples, partitionAt(r))
+		}
 	default:
 		a.offload.SlimBytes += int64(size)
 	}

@@ -68,3 +68,21 @@ func TestAnalysisFigures(t *testing.T) {
 		t.Errorf("histogram %+v", rep.Histogram)
 	}
 }
+
+// The offload step's if: decides which records it takes: a record over the
+// threshold that the predicate passes by is not counted as offloaded, and
+// over the slim topic's limit it is counted, and named, as dead-lettered.
+func TestAnalysisEvaluatesTheOffloadStepsPredicate(t *testing.T) {
+	a := NewAnalysis(1000, "blob", nil, 3)
+	a.Gate(func(r *pipeline.Record) bool { return string(r.Key) != "skip" }, 5000)
+	for i, c := range []struct {
+		key  string
+		size int
+	}{{"take", 3000}, {"skip", 3000}, {"skip", 9000}, {"take", 9000}} {
+		a.Add(&pipeline.Record{Partition: 1, Offset: int64(i), Key: []byte(c.key), Value: make([]byte, c.size)})
+	}
+	o := a.Report().Offload
+	if o.Records != 2 || o.DeadLettered != 1 || len(o.DeadLetteredExamples) != 1 || o.DeadLetteredExamples[0] != "[1]@2" {
+		t.Errorf("offloaded %d, dead-lettered %d %v; want 2 offloaded and [1]@2 dead-lettered", o.Records, o.DeadLettered, o.DeadLetteredExamples)
+	}
+}

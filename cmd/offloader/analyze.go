@@ -19,6 +19,7 @@ import (
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/transforms"
 )
@@ -220,6 +221,15 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 		store = name
 	}
 	a := migration.NewAnalysis(threshold, store, gates, o.top)
+	applies, err := offloadApplies(p)
+	if err != nil {
+		return analysisReport{}, err
+	}
+	slimLimit := 0
+	if f.Slim.Exists {
+		slimLimit = f.SlimLimit().Bytes
+	}
+	a.Gate(applies, slimLimit)
 	started := time.Now()
 	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
 		Topic: o.topic, Partitions: o.parts, From: o.from, Until: until})
@@ -346,6 +356,10 @@ func printAnalysis(w io.Writer, r analysisReport) {
 	if o.AlreadyPointers > 0 {
 		fmt.Fprintf(w, "; %d records already are pointers", o.AlreadyPointers)
 	}
+	if o.DeadLettered > 0 {
+		fmt.Fprintf(w, "\n  %d records the offload step's if: passes by are over the slim topic's limit: they would go to the dead-letter topic (for example %s)",
+			o.DeadLettered, strings.Join(o.DeadLetteredExamples, ", "))
+	}
 	fmt.Fprintf(w, "\n\nsize gates today:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  GATE\tLIMIT\tRECORDS OVER\tFIRST")
@@ -357,4 +371,22 @@ func printAnalysis(w io.Writer, r analysisReport) {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\n", g.Name, g.Limit, g.Records, first)
 	}
 	tw.Flush()
+}
+
+// offloadApplies is the offload step's if: predicate (negate applied), the
+// records the step takes; nil when it takes every record (or there is no
+// offload step).
+func offloadApplies(p *config.Pipeline) (func(*pipeline.Record) bool, error) {
+	for _, step := range p.Transforms {
+		if _, writes := step.Config.(transforms.KeyWriter); !writes || step.If == nil {
+			continue
+		}
+		pred, err := transforms.NewPredicate(step.If.Type, step.If.Config)
+		if err != nil {
+			return nil, fmt.Errorf("the offload step's if: %w", err)
+		}
+		negate := step.Negate
+		return func(r *pipeline.Record) bool { return pred.Test(r) != negate }, nil
+	}
+	return nil, nil
 }
