@@ -51,9 +51,7 @@ func (p *Pipeline) KeyPrefixes() []gc.Prefix {
 // (gc.Floor of its store budget, transaction.timeout.ms and commit
 // interval).
 func (p *Pipeline) GCFloor() time.Duration {
-	var ignored settings.Problems
-	txn := msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, "", &ignored)
-	return gc.Floor(p.Errors.StoreBudget, txn, p.Commit.Interval)
+	return gc.Floor(p.Errors.StoreBudget, p.TransactionTimeout(), p.Commit.Interval)
 }
 
 // nested reports whether one key prefix lies within the other (or equals

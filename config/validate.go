@@ -243,6 +243,13 @@ func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) 
 	}
 }
 
+// TransactionTimeout is the producer's transaction.timeout.ms, librdkafka's
+// default when unset (validate reports a value that is no duration).
+func (p *Pipeline) TransactionTimeout() time.Duration {
+	var ignored settings.Problems
+	return msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, "", &ignored)
+}
+
 func msProperty(props map[string]string, name string, def time.Duration, path string, problems *settings.Problems) time.Duration {
 	v, ok := props[name]
 	if !ok {

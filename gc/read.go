@@ -150,7 +150,7 @@ func readTopic(ctx context.Context, plan Plan, log Log, topic string, role Role,
 			from[p] = max(from[p], o)
 		}
 	}
-	ends, err := log.Read(ctx, Read{Topic: topic, From: from}, n.note(false))
+	ends, err := log.Read(ctx, Read{Topic: topic, From: from}, n.note(committedRef, nil))
 	if err != nil {
 		return tr, fmt.Errorf("%s topic %s: %w", role, topic, err)
 	}
@@ -176,9 +176,7 @@ func readTopic(ctx context.Context, plan Plan, log Log, topic string, role Role,
 		for i := range tr.Partitions {
 			counts[tr.Partitions[i].Partition] = &tr.Partitions[i].UncommittedPointers
 		}
-		n.count = counts
-		_, err := log.Read(ctx, Read{Topic: topic, From: tail, Until: until, Uncommitted: true}, n.note(true))
-		n.count = nil
+		_, err := log.Read(ctx, Read{Topic: topic, From: tail, Until: until, Uncommitted: true}, n.note(uncommittedRef, counts))
 		if err != nil {
 			return tr, fmt.Errorf("%s topic %s, past its stable end: %w", role, topic, err)
 		}

@@ -26,9 +26,6 @@ type noter struct {
 	records int
 	// wholes are the pointers to whole-record objects, to look inside.
 	wholes []wholeRecord
-	// count, when set, counts pointers per partition (the reads past a
-	// stable end).
-	count map[int32]*int
 }
 
 type wholeRecord struct {
@@ -37,12 +34,9 @@ type wholeRecord struct {
 	at   string
 }
 
-// note returns the callback that notes each record of a read.
-func (n *noter) note(uncommitted bool) func(*pipeline.Record) error {
-	kind := committedRef
-	if uncommitted {
-		kind = uncommittedRef
-	}
+// note returns the callback that notes each record of a read as a
+// reference of kind, counting pointers per partition in counts when given.
+func (n *noter) note(kind refKind, counts map[int32]*int) func(*pipeline.Record) error {
 	return func(r *pipeline.Record) error {
 		n.records++
 		at := fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)
@@ -51,7 +45,7 @@ func (n *noter) note(uncommitted bool) func(*pipeline.Record) error {
 			return err
 		}
 		n.rep.Pointers++
-		if c := n.count[r.Partition]; c != nil {
+		if c := counts[r.Partition]; c != nil {
 			*c++
 		}
 		n.refs.add(p.Store, p.Key, kind)

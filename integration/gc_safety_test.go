@@ -213,7 +213,8 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 		t.Errorf("sweep: deleted %+v, uncommitted %d; want the orphan deleted and 51 kept", s.Deleted, s.Uncommitted.Objects)
 	}
 	out, err := exec.Command(offloaderBinary(t), "gc", "-c", w.cfg, "--grace", gcGrace.String(), "--dry-run").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "waiting on a transaction open on "+w.slim+"[0] from offset 0 (high watermark 52)") {
+	if err != nil || !strings.Contains(string(out), "waiting on a transaction open on "+w.slim+"[0] from offset 0 (high watermark 52)") ||
+		!strings.Contains(string(out), "describe-producers --topic "+w.slim+" --partition 0") {
 		t.Errorf("gc's summary does not name the open transaction (%v):\n%s", err, out)
 	}
 	if err := hanging.AbortTransaction(ctx); err != nil {

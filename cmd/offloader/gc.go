@@ -148,7 +148,8 @@ func printGC(w io.Writer, p *config.Pipeline, rep *gc.Report) {
 				notes = append(notes, fmt.Sprintf("%d..%d read uncommitted: %d pointers kept", pr.To, pr.End, pr.UncommittedPointers))
 			}
 			if pr.Open() {
-				open = append(open, fmt.Sprintf("%s[%d] from offset %d (high watermark %d)", t.Topic, pr.Partition, pr.Stable, pr.End))
+				open = append(open, fmt.Sprintf("%s[%d] from offset %d (high watermark %d): every pointer past it is kept (kafka-transactions.sh --bootstrap-server %s describe-producers --topic %s --partition %d names its producer)",
+					t.Topic, pr.Partition, pr.Stable, pr.End, p.Kafka.BootstrapServers, t.Topic, pr.Partition))
 			}
 			note := strings.Join(notes, "; ")
 			if note == "" {
@@ -164,8 +165,7 @@ func printGC(w io.Writer, p *config.Pipeline, rep *gc.Report) {
 	}
 	fmt.Fprintln(w)
 	for _, o := range open {
-		fmt.Fprintf(w, "waiting on a transaction open on %s: every pointer past it is kept (kafka-transactions.sh --bootstrap-server %s describe-producers --topic T --partition P names its producer)\n",
-			o, p.Kafka.BootstrapServers)
+		fmt.Fprintf(w, "waiting on a transaction open on %s\n", o)
 	}
 	verb := "DELETED"
 	if rep.DryRun {

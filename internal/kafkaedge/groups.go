@@ -75,24 +75,37 @@ func topicError(topic string, tm kafka.TopicMetadata, found bool) error {
 // Watermarks are each partition's first and end offsets, for a reader with
 // read_committed (the end is the last stable offset).
 func (g *Groups) Watermarks(ctx context.Context, topic string, partitions int) (low, high map[int32]int64, err error) {
-	low, high = map[int32]int64{}, map[int32]int64{}
-	for spec, into := range map[kafka.OffsetSpec]map[int32]int64{kafka.EarliestOffsetSpec: low, kafka.LatestOffsetSpec: high} {
-		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
-		for p := range partitions {
-			req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = spec
-		}
-		res, err := g.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(kafka.IsolationLevelReadCommitted))
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
-		}
-		for tp, r := range res.ResultInfos {
-			if r.Error.Code() != kafka.ErrNoError {
-				return nil, nil, fmt.Errorf("listing the offsets of %s[%d]: %v", topic, tp.Partition, r.Error)
-			}
-			into[tp.Partition] = int64(r.Offset)
-		}
+	if low, err = g.listOffsets(ctx, topic, partitions, kafka.EarliestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
+		return nil, nil, err
+	}
+	if high, err = g.listOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
+		return nil, nil, err
 	}
 	return low, high, nil
+}
+
+// listOffsets is one ListOffsets of every partition of topic: spec's offset
+// of each, as a reader of isolation sees it.
+func (g *Groups) listOffsets(ctx context.Context, topic string, partitions int, spec kafka.OffsetSpec, isolation kafka.IsolationLevel) (map[int32]int64, error) {
+	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+	for p := range partitions {
+		req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = spec
+	}
+	res, err := g.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(isolation))
+	if err != nil {
+		return nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	for tp, r := range res.ResultInfos {
+		if r.Error.Code() != kafka.ErrNoError {
+			return nil, fmt.Errorf("listing the offsets of %s[%d]: %v", topic, tp.Partition, r.Error)
+		}
+		out[tp.Partition] = int64(r.Offset)
+	}
+	if len(out) != partitions {
+		return nil, fmt.Errorf("listing the offsets of %s: %d of %d partitions answered", topic, len(out), partitions)
+	}
+	return out, nil
 }
 
 // Committed are group's committed offsets on topic's partitions (a
@@ -159,27 +172,18 @@ func (g *Groups) Commit(ctx context.Context, group, topic string, offsets map[in
 // OffsetsAt are, per partition of topic, the offset of the first record at
 // or after t (the end offset where there is none).
 func (g *Groups) OffsetsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error) {
-	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
-	for p := range partitions {
-		req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = kafka.NewOffsetSpecForTimestamp(t.UnixMilli())
-	}
-	res, err := g.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(kafka.IsolationLevelReadCommitted))
+	at, err := g.listOffsets(ctx, topic, partitions, kafka.NewOffsetSpecForTimestamp(t.UnixMilli()), kafka.IsolationLevelReadCommitted)
 	if err != nil {
-		return nil, fmt.Errorf("looking up the offsets of %s at %s: %w", topic, t.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("looking up the offsets at %s: %w", t.Format(time.RFC3339), err)
 	}
 	_, high, err := g.Watermarks(ctx, topic, partitions)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]int64{}
-	for tp, r := range res.ResultInfos {
-		if r.Error.Code() != kafka.ErrNoError {
-			return nil, fmt.Errorf("looking up the offset of %s[%d] at %s: %v", topic, tp.Partition, t.Format(time.RFC3339), r.Error)
-		}
-		out[tp.Partition] = int64(r.Offset)
-		if r.Offset < 0 {
-			out[tp.Partition] = high[tp.Partition]
+	for p, o := range at {
+		if o < 0 {
+			at[p] = high[p]
 		}
 	}
-	return out, nil
+	return at, nil
 }

@@ -20,7 +20,6 @@ import (
 const (
 	defaultProducerMessageMaxBytes = 1000000
 	defaultReceiveMessageMaxBytes  = 100000000
-	defaultTransactionTimeoutMs    = 60000
 )
 
 // Topology is what the broker says about a pipeline's topics at start-up.
@@ -187,9 +186,7 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 	if f.ConsumerReceiveMaxBytes, err = clientInt(p.Kafka.Consumer, "consumer", "receive.message.max.bytes", defaultReceiveMessageMaxBytes); err != nil {
 		return nil, err
 	}
-	if f.TransactionTimeoutMs, err = clientInt(p.Kafka.Producer, "producer", "transaction.timeout.ms", defaultTransactionTimeoutMs); err != nil {
-		return nil, err
-	}
+	f.TransactionTimeoutMs = int(p.TransactionTimeout().Milliseconds())
 	if len(md.Brokers) > 0 {
 		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
 		if err != nil {

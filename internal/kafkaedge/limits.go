@@ -108,6 +108,12 @@ func (f *Figures) SourcePolicy() map[string]string {
 // runbook's last step) they hold the only copy.
 func (f *Figures) policyProblems() []Problem {
 	var problems []Problem
+	var configs []string // the fix: the sources' policy
+	for _, k := range []string{"cleanup.policy", "retention.ms", "retention.bytes"} {
+		if v, ok := f.SourcePolicy()[k]; ok {
+			configs = append(configs, k+"="+v)
+		}
+	}
 	for _, t := range append([]TopicInfo{f.Slim}, deref(f.DeadLetter)...) {
 		if !t.Exists {
 			continue
@@ -128,12 +134,6 @@ func (f *Figures) policyProblems() []Problem {
 			}
 			if len(what) == 0 {
 				continue
-			}
-			var configs []string
-			for _, k := range []string{"cleanup.policy", "retention.ms", "retention.bytes"} {
-				if v, ok := f.SourcePolicy()[k]; ok {
-					configs = append(configs, k+"="+v)
-				}
 			}
 			problems = append(problems, Problem{
 				What: fmt.Sprintf("%s topic %s would lose what source topic %s keeps: %s", t.Role, t.Name, s.Name, strings.Join(what, "; ")),

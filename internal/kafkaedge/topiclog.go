@@ -3,7 +3,6 @@ package kafkaedge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -34,35 +33,17 @@ func (l *TopicLog) Partitions(_ context.Context, topic string) (int, error) {
 // Offsets implements gc.Log: each partition's log start, last stable
 // offset and high watermark.
 func (l *TopicLog) Offsets(ctx context.Context, topic string, partitions int) (map[int32]gc.Offsets, error) {
-	out := map[int32]gc.Offsets{}
-	for _, q := range []struct {
-		spec      kafka.OffsetSpec
-		isolation kafka.IsolationLevel
-		set       func(o *gc.Offsets, v int64)
-	}{
-		{kafka.EarliestOffsetSpec, kafka.IsolationLevelReadUncommitted, func(o *gc.Offsets, v int64) { o.Start = v }},
-		{kafka.LatestOffsetSpec, kafka.IsolationLevelReadCommitted, func(o *gc.Offsets, v int64) { o.Stable = v }},
-		{kafka.LatestOffsetSpec, kafka.IsolationLevelReadUncommitted, func(o *gc.Offsets, v int64) { o.End = v }},
-	} {
-		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
-		for p := range partitions {
-			req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = q.spec
-		}
-		res, err := l.a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(q.isolation))
-		if err != nil {
-			return nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
-		}
-		for tp, r := range res.ResultInfos {
-			if r.Error.Code() != kafka.ErrNoError {
-				return nil, fmt.Errorf("listing the offsets of %s[%d]: %v", topic, tp.Partition, r.Error)
-			}
-			o := out[tp.Partition]
-			q.set(&o, int64(r.Offset))
-			out[tp.Partition] = o
-		}
+	start, stable, err := l.Watermarks(ctx, topic, partitions)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) != partitions {
-		return nil, fmt.Errorf("listing the offsets of %s: %d of %d partitions answered", topic, len(out), partitions)
+	end, err := l.listOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadUncommitted)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]gc.Offsets{}
+	for p := range int32(partitions) {
+		out[p] = gc.Offsets{Start: start[p], Stable: stable[p], End: end[p]}
 	}
 	return out, nil
 }
