@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,9 +58,16 @@ func (d *daemon) waitExit(t testing.TB, timeout time.Duration) int {
 	case <-done:
 		return d.cmd.ProcessState.ExitCode()
 	case <-time.After(timeout):
-		d.cmd.Process.Kill()
-		<-done
-		t.Fatalf("the daemon did not exit within %s (SIGKILLed)", timeout)
+		// SIGQUIT makes the Go runtime print every goroutine's stack: the
+		// log then shows where the daemon is stuck.
+		d.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			d.cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("the daemon did not exit within %s (SIGQUIT); the end of its log:\n%s", timeout, tail(d.output(), 400))
 		return -1
 	}
 }

@@ -225,7 +225,8 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	if err != nil {
 		return analysisReport{}, err
 	}
-	slimLimit := 0
+	// Before the slim topic exists, the producer's limit is still a gate.
+	slimLimit := f.ProducerMaxMessageBytes
 	if f.Slim.Exists {
 		slimLimit = f.SlimLimit().Bytes
 	}

@@ -19,7 +19,7 @@ func checkCommand() *command {
 	return &command{
 		name:    "check",
 		summary: "check a pipeline's topics, size limits and payload stores: will run start and work?",
-		usage:   "-c FILE [--pipeline NAME] [--create-missing]",
+		usage:   "-c FILE [--pipeline NAME] [--create-missing] [--sample N]",
 		help: `
 Reads, through the admin API, the broker's message.max.bytes and the partition
 counts and max.message.bytes of the pipeline's source, slim, retry and dead-letter
@@ -65,13 +65,23 @@ many partitions as the largest source topic and a max.message.bytes that fits,
 the slim and dead-letter topics with the sources' policy (compacted where a
 source is, retention no shorter), then checks again. 'run' never creates
 topics. An existing slim or dead-letter topic that would keep less than a
-source (not compacted where it is, a shorter retention) is a problem.`,
+source (not compacted where it is, a shorter retention) is a problem.
+
+When the offload step has an if: (a predicate, negate applied), a record it
+passes by is not offloaded: over the slim topic's limit, run sends it to the
+dead-letter topic. check then reads the last --sample records of each source
+partition, applies the predicate as run would, and names each sampled record
+bound for the dead-letter topic as a problem (--sample 0 skips this).`,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("check"))
 			src := c.pipelineFlags(fs)
 			create := fs.Bool("create-missing", false, "create missing slim, retry and dead-letter topics with aligned settings")
+			sample := fs.Int("sample", 1000, "with an if: on the offload step, the last `N` records of each source partition to try it on (0: none)")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
+			}
+			if *sample < 0 {
+				return c.usageError(fs, "--sample must not be negative")
 			}
 			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
@@ -89,6 +99,8 @@ source (not compacted where it is, a shorter retention) is a problem.`,
 			defer logger.Sync()
 			code = exitOK
 			if !surveyKafka(ctx, c, p, logger, *create) {
+				code = exitFailure
+			} else if !c.samplePredicate(ctx, p, *sample) {
 				code = exitFailure
 			}
 			rows, problems := checkStores(ctx, p)
@@ -163,4 +175,41 @@ func limitProblems(problems []kafkaedge.Problem) string {
 		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", p.What, p.Fix)
 	}
 	return b.String()
+}
+
+// samplePredicate tries the offload step's if: on the last n records of each
+// source partition and prints those that run would send to the dead-letter
+// topic, as problems. It reports whether there are none (true when the step
+// has no if:, or n is 0).
+func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bool {
+	applies, err := offloadApplies(p)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+		return false
+	}
+	if applies == nil || n == 0 {
+		return true
+	}
+	var problems []kafkaedge.Problem
+	read := int64(0)
+	for _, topic := range p.Source.Topics {
+		one := *p
+		one.Source.Topics = []string{topic}
+		rep, err := c.analyze(ctx, &one, analyzeOptions{topic: topic, from: kafkaedge.Start{Tail: int64(n)}})
+		if err != nil {
+			fmt.Fprintf(c.stderr, "offloader check: sampling %s for the offload step's if: %v\n", topic, err)
+			return false
+		}
+		read += rep.Records
+		if o := rep.Offload; o.DeadLettered > 0 {
+			problems = append(problems, kafkaedge.Problem{
+				What: fmt.Sprintf("%d of the %d records sampled from %s (the last %d of each partition) are over the slim topic's limit and the offload step's if: passes them by: run sends them to the dead-letter topic (%s)",
+					o.DeadLettered, rep.Records, topic, n, strings.Join(o.DeadLetteredExamples, ", ")),
+				Fix: "make the offload step's if: take every record over its threshold (or remove the if:), or raise the slim topic's max.message.bytes and the producer's message.max.bytes above these records",
+			})
+		}
+	}
+	fmt.Fprintf(c.stdout, "\nthe offload step's if: tried on %d records (the last %d of each source partition)\n", read, n)
+	printProblems(c.stdout, problems, "no sampled record is bound for the dead-letter topic", "problem")
+	return len(problems) == 0
 }

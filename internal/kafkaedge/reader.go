@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -152,15 +153,18 @@ func (r *Reader) assign(topic string, only []int32, from Start, starts map[int32
 			}
 		case !from.Time.IsZero():
 			tp.Offset = kafka.Offset(from.Time.UnixMilli())
-		case from.Tail > 0:
-			start, err := r.tailStart(topic, id, from.Tail)
-			if err != nil {
-				return err
-			}
-			tp.Offset = kafka.Offset(start)
 		}
 		tps = append(tps, tp)
 		r.remaining[id] = true
+	}
+	if from.Tail > 0 && len(starts) == 0 {
+		tails, err := r.tailStarts(topic, ids, from.Tail)
+		if err != nil {
+			return err
+		}
+		for i := range tps {
+			tps[i].Offset = kafka.Offset(tails[tps[i].Partition])
+		}
 	}
 	if !from.Time.IsZero() && len(starts) == 0 {
 		if tps, err = r.c.OffsetsForTimes(tps, 10_000); err != nil {
@@ -170,53 +174,89 @@ func (r *Reader) assign(topic string, only []int32, from Start, starts map[int32
 	return r.c.Assign(tps)
 }
 
-// tailStart is the offset of the n-th record from the end of a partition.
-// It is not the end offset minus n: in a topic written by transactions the
-// commit markers take offsets, and aborted records are not read. So it reads
-// the partition from further and further back (n, 2n, 4n offsets before
-// the end) until it has seen n records or the partition's start.
-func (r *Reader) tailStart(topic string, partition int32, n int64) (int64, error) {
-	low, high, err := r.c.QueryWatermarkOffsets(topic, partition, 10_000)
-	if err != nil {
-		return 0, fmt.Errorf("reading the end offsets of %s[%d]: %w", topic, partition, err)
-	}
-	for window := n; ; window *= 2 {
-		start := max(low, high-window)
-		offsets, err := r.offsetsFrom(topic, partition, start)
+// tailStarts is, for each partition, the offset of the n-th record from its
+// end. It is not the end offset minus n: in a topic written by transactions
+// the commit markers take offsets, and aborted records are not read. So it
+// reads the partitions, all at once, from a little more than n offsets before
+// their ends, and again from twice as far back for those that held fewer
+// than n records, until each has n records or is read from its start.
+func (r *Reader) tailStarts(topic string, ids []int32, n int64) (map[int32]int64, error) {
+	low, high := map[int32]int64{}, map[int32]int64{}
+	starts := map[int32]int64{}
+	var pending []int32
+	for _, id := range ids {
+		l, h, err := r.c.QueryWatermarkOffsets(topic, id, 10_000)
 		if err != nil {
-			return 0, err
+			return nil, fmt.Errorf("reading the end offsets of %s[%d]: %w", topic, id, err)
 		}
-		if int64(len(offsets)) >= n {
-			return offsets[int64(len(offsets))-n], nil
+		low[id], high[id] = l, h
+		if h <= l {
+			starts[id] = l // empty: nothing to look back over
+			continue
 		}
-		if start == low {
-			return low, nil
-		}
+		pending = append(pending, id)
 	}
+	// Room for a commit marker every eighth record, and a few more.
+	for window := n + n/8 + 8; len(pending) > 0; window *= 2 {
+		from := map[int32]int64{}
+		for _, id := range pending {
+			from[id] = max(low[id], high[id]-window)
+		}
+		seen, err := r.offsetsFrom(topic, from)
+		if err != nil {
+			return nil, err
+		}
+		var again []int32
+		for _, id := range pending {
+			switch offsets := seen[id]; {
+			case int64(len(offsets)) >= n:
+				starts[id] = offsets[int64(len(offsets))-n]
+			case from[id] == low[id]:
+				starts[id] = low[id]
+			default:
+				again = append(again, id)
+			}
+		}
+		pending = again
+	}
+	return starts, nil
 }
 
-// offsetsFrom reads one partition from start to its end and returns the
-// offsets of the records it holds.
-func (r *Reader) offsetsFrom(topic string, partition int32, start int64) ([]int64, error) {
-	if err := r.c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: partition, Offset: kafka.Offset(start)}}); err != nil {
+// tailReadStall bounds how long offsetsFrom waits for the next record or end
+// of a partition.
+const tailReadStall = 30 * time.Second
+
+// offsetsFrom reads each partition of from, from its offset to its end, and
+// returns the offsets of the records each holds.
+func (r *Reader) offsetsFrom(topic string, from map[int32]int64) (map[int32][]int64, error) {
+	var tps []kafka.TopicPartition
+	for id, start := range from {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: id, Offset: kafka.Offset(start)})
+	}
+	if err := r.c.Assign(tps); err != nil {
 		return nil, err
 	}
-	var offsets []int64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	offsets, open := map[int32][]int64{}, maps.Clone(from)
+	for stall := time.Now().Add(tailReadStall); len(open) > 0; {
+		if time.Now().After(stall) {
+			return nil, fmt.Errorf("reading the last records of %s: no record or end of %d partitions for %s", topic, len(open), tailReadStall)
+		}
 		switch ev := r.c.Poll(100).(type) {
 		case kafka.PartitionEOF:
-			if ev.Partition == partition {
-				return offsets, nil
+			if start, ok := open[ev.Partition]; ok && int64(ev.Offset) >= start {
+				delete(open, ev.Partition)
 			}
 		case kafka.Error:
-			return nil, fmt.Errorf("reading %s[%d] from offset %d: %w", topic, partition, start, ev)
+			return nil, fmt.Errorf("reading the last records of %s: %w", topic, ev)
 		case *kafka.Message:
-			if ev.TopicPartition.Partition == partition && int64(ev.TopicPartition.Offset) >= start {
-				offsets = append(offsets, int64(ev.TopicPartition.Offset))
+			id := ev.TopicPartition.Partition
+			if start, ok := open[id]; ok && int64(ev.TopicPartition.Offset) >= start {
+				offsets[id] = append(offsets[id], int64(ev.TopicPartition.Offset))
+				stall = time.Now().Add(tailReadStall)
 			}
 		}
 	}
-	return nil, fmt.Errorf("reading %s[%d] from offset %d to its end took over 30 s", topic, partition, start)
+	return offsets, nil
 }
 
 // Next returns the next record, waiting up to timeout for one (nil, nil
