@@ -3,20 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/pipeline/engine"
 )
 
 func migrateCommand() *command {
@@ -47,8 +43,9 @@ Rate limits, to run beside production traffic: --max-mb-per-s bounds the
 bytes written to the payload stores per second (MB = 10^6 bytes),
 --max-records-per-s the records read per second.
 
-Progress: a bar on a terminal (records, rate, time left); otherwise a log line
-every 30s. When it has reached the end it checks parity per source partition
+Progress: a bar on a terminal (records, rate, time left); otherwise a
+"migration progress" log line every 10s and at the end, with the records
+committed, the total, the percentage and the time left. When it has reached the end it checks parity per source partition
 (see verify) and prints the table; exit 1 on a mismatch. Exit 0 when
 interrupted (SIGTERM, SIGINT) after the batch in hand was committed: run it
 again to go on.
@@ -135,11 +132,14 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 				bytesPerSecond := *mbps * 1e6
 				o.storeLimit = rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, min(1<<20, int(bytesPerSecond/10))))
 			}
+			progress := &migrationProgress{p: p, now: time.Now}
 			if terminal {
-				bar := newMigrationBar(c.stderr, p)
-				o.started, o.committed = bar.start, bar.add
-				defer bar.finish()
+				progress.bar = c.stderr // the bar says how it goes
+			} else {
+				progress.log = logger.With(zap.String("command", "migrate"))
 			}
+			o.started, o.committed = progress.start, progress.add
+			defer progress.finish()
 			collectAtHeapLimit(p, logger)
 			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
 			if err != nil {
@@ -156,66 +156,5 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 			}
 			return c.verify(context.Background(), p, *deep, logger)
 		},
-	}
-}
-
-// migrationBar is migrate's progress on a terminal: records committed of
-// those to the end offsets.
-type migrationBar struct {
-	w   io.Writer
-	p   *config.Pipeline
-	bar *progressbar.ProgressBar
-}
-
-func newMigrationBar(w io.Writer, p *config.Pipeline) *migrationBar { return &migrationBar{w: w, p: p} }
-
-// start sizes the bar: the records from where the group stands (its
-// commits, or each partition's start) to the end offsets. Offsets count
-// commit markers too, so the bar may finish a little short of its end.
-func (b *migrationBar) start(until []engine.Offset) {
-	var total int64
-	for _, o := range until {
-		total += o.Offset
-	}
-	if g, err := kafkaedge.OpenGroups(b.p, zap.NewNop()); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for _, topic := range b.p.Source.Topics {
-			n, _ := g.Partitions(topic)
-			committed, _ := g.Committed(ctx, b.p.Source.Group, topic, n)
-			low, _, _ := g.Watermarks(ctx, topic, n)
-			for part := range int32(n) {
-				if c, ok := committed[part]; ok {
-					total -= c
-				} else {
-					total -= low[part]
-				}
-			}
-		}
-		cancel()
-		g.Close()
-	}
-	b.bar = progressbar.NewOptions64(max(total, 0),
-		progressbar.OptionSetWriter(b.w), progressbar.OptionSetDescription("migrating"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("records"),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionFullWidth(), progressbar.OptionShowDescriptionAtLineEnd())
-}
-
-func (b *migrationBar) add(records map[engine.Partition]int64, bytes int) {
-	if b.bar == nil {
-		return
-	}
-	var n int64
-	for _, r := range records {
-		n += r
-	}
-	b.bar.Add64(n)
-	b.bar.Describe("migrating, " + bytesIEC(int64(bytes)) + " in the last batch")
-}
-
-func (b *migrationBar) finish() {
-	if b.bar != nil {
-		b.bar.Finish()
-		fmt.Fprintln(b.w)
 	}
 }
