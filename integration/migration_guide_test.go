@@ -29,7 +29,16 @@ func TestMigrationRunbookRuns(t *testing.T) {
 		"every payload downloaded and checked",
 		"dry run: nothing was changed",
 		"moved group "+name+"-billing on 3 partition(s)",
+		// The compacted section: its slim topic is created compacted, and
+		// the copy passes parity with every payload downloaded.
+		"created topic "+name+".profiles.slim",
+		"cleanup.policy=compact",
+		"retention.ms=-1",
+		"60 records committed; every assigned partition reached its end offset",
 	)
+	if n := strings.Count(string(out), "every payload downloaded and checked"); n != 2 {
+		t.Errorf("verify --deep passed %d times, want 2 (orders and the compacted profiles)\n%s", n, out)
+	}
 	// Before the cut-over the pipeline's own group shows LAG 0 on every
 	// partition of the fat topic (the zero-lag step).
 	lag := regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`-offloader\s+`+regexp.QuoteMeta(name)+`\.fat\s+\d\s+(\d+)\s+(\d+)\s+(\d+)\s`).FindAllSubmatch(out, -1)
