@@ -155,6 +155,28 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 			t.Errorf("partition %d of the paused instance committed %d, %d at the pause", p, committed[p], atPause[p])
 		}
 	}
+	// While paused, the lag of each partition it holds is what
+	// kafka-consumer-groups.sh shows (end offset less committed offset),
+	// in /status and on /metrics.
+	ends := endOffsets(t, raw, 4)
+	st = waitForStatus(t, aURL, "the paused instance's lag matching the group's", func(s admin.Status) bool {
+		for _, p := range s.Partitions {
+			if p.Lag != ends[p.Partition]-committed[p.Partition] {
+				return false
+			}
+		}
+		return len(s.Partitions) == len(mine)
+	}, 60*time.Second)
+	var lagSum int64
+	for _, p := range st.Partitions {
+		lagSum += p.Lag
+	}
+	if lagSum == 0 {
+		t.Errorf("the paused instance shows no lag, though records arrived on its partitions %v while paused", mine)
+	}
+	if v := metricTotal(t, aURL, "offloader_consumer_lag_records"); v != float64(lagSum) {
+		t.Errorf("offloader_consumer_lag_records sums to %v while paused, /status to %d", v, lagSum)
+	}
 	if code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}, "status", "--url", aURL); code != 0 ||
 		!strings.Contains(out, "PARTITION") || !strings.Contains(out, "PAUSED") || !strings.Contains(out, "payloads  ok") {
 		t.Errorf("offloader status: exit %d\n%s", code, out)
@@ -210,6 +232,26 @@ func groupOffsets(t testing.TB, group, topic string, partitions int) map[int32]i
 	out := map[int32]int64{}
 	for _, tp := range got {
 		out[tp.Partition] = max(int64(tp.Offset), 0)
+	}
+	return out
+}
+
+// endOffsets are topic's end offsets (high watermarks), asked of the broker.
+func endOffsets(t testing.TB, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+	for p := range int32(partitions) {
+		req[kafka.TopicPartition{Topic: &topic, Partition: p}] = kafka.LatestOffsetSpec
+	}
+	res, err := newAdmin(t).ListOffsets(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for tp, r := range res.ResultInfos {
+		out[tp.Partition] = int64(r.Offset)
 	}
 	return out
 }

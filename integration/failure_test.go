@@ -118,6 +118,30 @@ func metric(t testing.TB, base, name string) float64 {
 	return 0
 }
 
+// metricTotal is the sum of the named metric's samples on /metrics.
+func metricTotal(t testing.TB, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	total := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || line[0] == '#' || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("metric %s: %q", name, line)
+		}
+		total += v
+	}
+	return total
+}
+
 // waitForMetric waits until cond holds for the named metric.
 func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, timeout time.Duration) float64 {
 	t.Helper()

@@ -494,7 +494,7 @@ func (e *Engine) resumeEnded() error {
 // lagEvery is how often the lag gauge and the status's positions are refreshed.
 const lagEvery = 5 * time.Second
 
-// updateLag refreshes the consumer lag gauge from cached watermarks, and the
+// updateLag refreshes the consumer lag gauge from the end offsets, and the
 // status, every lagEvery. (librdkafka's committed-offset statistics go stale
 // under EOS.)
 func (e *Engine) updateLag() {
@@ -519,13 +519,24 @@ func (e *Engine) updateLag() {
 	for _, h := range highs {
 		high[h.Partition] = h.Offset
 	}
-	var lag int64
+	at := map[Partition]int64{}
 	for _, p := range positions {
 		e.positions[p.Partition] = p.Offset
-		if h, ok := high[p.Partition]; ok && h >= 0 {
-			e.lags[p.Partition] = h - p.Offset
-			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition.Partition)).Set(float64(h - p.Offset))
-			lag += h - p.Offset
+		at[p.Partition] = p.Offset
+	}
+	var lag int64
+	for _, p := range e.assigned {
+		// Without a position (paused before its first fetch, or sought back
+		// and not fetched since), the lag counts from the committed offset,
+		// as kafka-consumer-groups.sh does.
+		from, ok := at[p]
+		if !ok {
+			from, ok = e.committed[p]
+		}
+		if h, known := high[p]; ok && known && h >= from {
+			e.lags[p] = h - from
+			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition)).Set(float64(h - from))
+			lag += h - from
 		}
 	}
 	e.lag = lag

@@ -46,8 +46,9 @@ type Source interface {
 	// Committed are the group's committed offsets of those of parts that
 	// have one.
 	Committed(parts []Partition) ([]Offset, error)
-	// HighWatermarks are the last end offsets the client saw of parts,
-	// without asking the broker (for the lag gauge).
+	// HighWatermarks are the end offsets of parts (for the lag gauge and
+	// the status), asked of the broker so that they move while a partition
+	// is paused or idle; those it cannot tell are left out.
 	HighWatermarks(parts []Partition) ([]Offset, error)
 	// Close leaves the group (Revoked runs inside it).
 	Close() error
