@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -142,6 +143,10 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 			defer progress.finish()
 			collectAtHeapLimit(p, logger)
 			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
+			if errors.Is(err, errStoppedBeforeStart) {
+				fmt.Fprintln(c.stdout, "migration interrupted before it started: nothing was copied; run the same command again")
+				return exitOK
+			}
 			if err != nil {
 				logger.Error("migration failed", zap.Error(err))
 				fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)

@@ -121,6 +121,10 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 			})
 			defer stopWatch()
 			if _, err := runPipeline(ctx, p, logger, runOptions{bounded: *untilEnd, report: c.stdout}); err != nil {
+				if errors.Is(err, errStoppedBeforeStart) {
+					logger.Info("stopped by a signal before the pipeline started: nothing was read", zap.Error(err))
+					return exitOK
+				}
 				logger.Error("pipeline failed", zap.Error(err))
 				return exitFailure
 			}
@@ -162,7 +166,18 @@ func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o 
 	return res, err
 }
 
-func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o runOptions) (runResult, error) {
+// errStoppedBeforeStart: a signal ended the run before the engine read
+// anything (while the topics or stores were checked), so nothing is left to
+// commit.
+var errStoppedBeforeStart = errors.New("stopped before the pipeline started")
+
+func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o runOptions) (_ runResult, err error) {
+	running := false
+	defer func() {
+		if err != nil && !running && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", errStoppedBeforeStart, err)
+		}
+	}()
 	logger = logger.With(zap.String("pipeline", p.Name))
 	logger.Info("starting", zap.String("version", version), zap.Any("config", settings.Encode(p)))
 	for _, w := range p.Warnings() {
@@ -358,6 +373,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", p.Source.Start()),
 		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)),
 		zap.String("offload_threshold", threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
+	running = true
 	rep, err := eng.Run(ctx)
 	if errors.Is(err, engine.ErrFatal) {
 		metrics.SetHealthy(false)
