@@ -31,13 +31,12 @@ WORKDIR /var/lib/offloader
 # Mount the pipeline file here (read-only) and pass secrets as environment variables.
 VOLUME ["/etc/offloader"]
 # Inside a container the metrics and health listener must answer from outside
-# it: all interfaces (an environment override wins over the file; set it to
-# change the address).
-ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464
+# it: the default command serves it on all interfaces (--listen overrides the
+# file's observability.listen; an environment override would refuse a file of
+# several pipelines).
 EXPOSE 9464
-# /healthz fails once the run loop failed or stalled; offloader status asks it
-# at $OFFLOADER_OBSERVABILITY__LISTEN (the image has no curl).
+# /healthz fails once the run loop failed or stalled (the image has no curl).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["/usr/local/bin/offloader", "status", "--healthz", "--timeout", "4s"]
+  CMD ["/usr/local/bin/offloader", "status", "--healthz", "--url", "http://127.0.0.1:9464", "--timeout", "4s"]
 ENTRYPOINT ["/usr/local/bin/offloader"]
-CMD ["run", "-c", "/etc/offloader/pipelines.yaml"]
+CMD ["run", "-c", "/etc/offloader/pipelines.yaml", "--listen", "0.0.0.0:9464"]

@@ -101,8 +101,11 @@ services-stop:
 services-status:
 	scripts/services.sh status
 
+# IMAGE is the reference the manifests name: see deploy/overlays/*/kustomization.yaml.
+IMAGE     ?= offloader:$(VERSION)
+
 docker:
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t offloader:$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 clean:
 	rm -rf bin demo-data

@@ -1,85 +1,227 @@
 package integration
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/offloader/offloader/config"
 )
 
-// TestKubernetesManifestsAreValid: every manifest under deploy/ decodes
-// strictly into its Kubernetes API type (an unknown or misspelt field, a
-// wrong type fails), the StatefulSet gives each pod its own transactional id
-// from its stable name and probes /healthz and /readyz on the metrics port,
-// and every pipeline file there validates.
-func TestKubernetesManifestsAreValid(t *testing.T) {
-	files, _ := filepath.Glob("../deploy/base/*.yaml") // deploy/monitoring: monitoring_test.go
-	overlays, _ := filepath.Glob("../deploy/overlays/*/*.yaml")
-	files = append(files, overlays...)
-	if len(files) < 8 {
-		t.Fatalf("found %d manifests under deploy/", len(files))
+// rendered is one overlay as kustomize builds it, each object decoded
+// strictly into its Kubernetes API type.
+type rendered struct {
+	overlay         string
+	statefulSet     *appsv1.StatefulSet
+	services        []*corev1.Service
+	pdbs            []*policyv1.PodDisruptionBudget
+	serviceAccounts []string
+	configMaps      map[string]*corev1.ConfigMap
+	// monitors are the ServiceMonitors' and PodMonitors' label selectors, by name.
+	monitors map[string]map[string]string
+}
+
+// renderOverlay builds deploy/overlays/<name> with kustomize's Go API (what
+// kubectl apply -k does) and decodes every object; an unknown or misspelt
+// field, or a kind not checked here, fails.
+func renderOverlay(t *testing.T, name string) *rendered {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "deploy", "overlays", name))
+	if err != nil {
+		t.Fatalf("kustomize build deploy/overlays/%s: %v", name, err)
 	}
-	kinds := map[string]int{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
+	r := &rendered{overlay: name, configMaps: map[string]*corev1.ConfigMap{}, monitors: map[string]map[string]string{}}
+	for _, res := range m.Resources() {
+		raw, err := res.AsYAML()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filepath.Base(f) == "pipelines.yaml" {
-			if _, err := config.Load(f, config.Options{Environ: []string{
-				"KAFKA_BOOTSTRAP_SERVERS=kafka:9092", "AZURE_STORAGE_ACCOUNT_URL=https://acct.blob.core.windows.net"}}); err != nil {
-				t.Errorf("%s: %v", f, err)
+		strict := func(into any) {
+			if err := yaml.UnmarshalStrict(raw, into); err != nil {
+				t.Errorf("%s: %s %s: %v", name, res.GetKind(), res.GetName(), err)
 			}
-			continue
 		}
-		var head struct{ APIVersion, Kind string }
-		if err := yaml.Unmarshal(raw, &head); err != nil || head.Kind == "" {
-			t.Errorf("%s: no kind: %v", f, err)
-			continue
-		}
-		kinds[head.Kind]++
-		var target any
-		switch head.Kind {
+		switch res.GetKind() {
 		case "StatefulSet":
-			target = &appsv1.StatefulSet{}
-		case "Service":
-			target = &corev1.Service{}
-		case "PodDisruptionBudget":
-			target = &policyv1.PodDisruptionBudget{}
-		case "ServiceMonitor", "Kustomization":
-			// Not in the core API: the fields offloader relies on are checked below.
-			if !bytes.Contains(raw, []byte("matchLabels")) && head.Kind == "ServiceMonitor" {
-				t.Errorf("%s: the ServiceMonitor selects nothing", f)
+			if r.statefulSet != nil {
+				t.Errorf("%s renders two StatefulSets", name)
 			}
-			continue
+			r.statefulSet = &appsv1.StatefulSet{}
+			strict(r.statefulSet)
+		case "Service":
+			s := &corev1.Service{}
+			strict(s)
+			r.services = append(r.services, s)
+		case "PodDisruptionBudget":
+			p := &policyv1.PodDisruptionBudget{}
+			strict(p)
+			r.pdbs = append(r.pdbs, p)
+		case "ServiceAccount":
+			sa := &corev1.ServiceAccount{}
+			strict(sa)
+			r.serviceAccounts = append(r.serviceAccounts, sa.Name)
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			strict(cm)
+			r.configMaps[cm.Name] = cm
+		case "ServiceMonitor", "PodMonitor":
+			var mon struct {
+				Spec struct {
+					Selector struct {
+						MatchLabels map[string]string `json:"matchLabels"`
+					} `json:"selector"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(raw, &mon); err != nil || len(mon.Spec.Selector.MatchLabels) == 0 {
+				t.Errorf("%s: %s %s selects nothing: %v", name, res.GetKind(), res.GetName(), err)
+			}
+			r.monitors[res.GetKind()+"/"+res.GetName()] = mon.Spec.Selector.MatchLabels
 		default:
-			t.Errorf("%s: kind %s is not checked here", f, head.Kind)
-			continue
-		}
-		if err := yaml.UnmarshalStrict(raw, target); err != nil {
-			t.Errorf("%s: %v", f, err)
-			continue
-		}
-		if ss, ok := target.(*appsv1.StatefulSet); ok {
-			checkStatefulSet(t, f, ss)
+			t.Errorf("%s renders a %s, which is not checked here", name, res.GetKind())
 		}
 	}
-	for _, k := range []string{"StatefulSet", "Service", "PodDisruptionBudget", "ServiceMonitor", "Kustomization"} {
-		if kinds[k] == 0 {
-			t.Errorf("deploy/ has no %s", k)
+	if r.statefulSet == nil {
+		t.Fatalf("%s renders no StatefulSet", name)
+	}
+	return r
+}
+
+// selects reports whether a label selector selects labels.
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The overlays render, and what they render holds together: every
+// reference names an object the render ships or one docs/operations.md
+// tells the user to create; two pairs side by side in one namespace select
+// only their own pods; each monitor selects its own Service only; the image
+// is the one make docker tags, with an explicit pull policy; the pods run
+// as their ServiceAccount with the workload-identity label; every pipeline
+// file validates.
+func TestKubernetesOverlaysRenderAndHoldTogether(t *testing.T) {
+	overlays, _ := filepath.Glob("../deploy/overlays/*/kustomization.yaml")
+	if len(overlays) < 2 {
+		t.Fatalf("found %d overlays; two pairs side by side need two", len(overlays))
+	}
+	ops := mustRead(t, "../docs/operations.md")
+	makefile := mustRead(t, "../Makefile")
+	image := regexp.MustCompile(`(?m)^IMAGE\s*\?=\s*(\S+?):`).FindStringSubmatch(makefile)
+	if image == nil {
+		t.Fatal("the Makefile names no IMAGE ?= <repository>:<tag>")
+	}
+	var all []*rendered
+	for _, k := range overlays {
+		r := renderOverlay(t, filepath.Base(filepath.Dir(k)))
+		all = append(all, r)
+		ss := r.statefulSet
+		pod := ss.Spec.Template.Spec
+		checkStatefulSet(t, r.overlay, ss)
+		if !slices.Contains(r.serviceAccounts, pod.ServiceAccountName) {
+			t.Errorf("%s: the pods run as ServiceAccount %q, which the render does not ship (it ships %v)", r.overlay, pod.ServiceAccountName, r.serviceAccounts)
+		}
+		if ss.Spec.Template.Labels["azure.workload.identity/use"] != "true" {
+			t.Errorf("%s: the pods lack the label azure.workload.identity/use: \"true\"", r.overlay)
+		}
+		for _, v := range pod.Volumes {
+			if v.ConfigMap != nil && r.configMaps[v.ConfigMap.Name] == nil {
+				t.Errorf("%s: volume %s names ConfigMap %s, which the render does not ship", r.overlay, v.Name, v.ConfigMap.Name)
+			}
+			if v.Secret != nil && !strings.Contains(ops, "kubectl create secret generic "+v.Secret.SecretName) {
+				t.Errorf("%s: volume %s names Secret %s, which docs/operations.md does not tell the user to create", r.overlay, v.Name, v.Secret.SecretName)
+			}
+		}
+		c := pod.Containers[0]
+		for _, ef := range c.EnvFrom {
+			if ef.SecretRef != nil && !strings.Contains(ops, "kubectl create secret generic "+ef.SecretRef.Name) {
+				t.Errorf("%s: the container reads Secret %s, which docs/operations.md does not tell the user to create", r.overlay, ef.SecretRef.Name)
+			}
+			if ef.ConfigMapRef != nil && r.configMaps[ef.ConfigMapRef.Name] == nil {
+				t.Errorf("%s: the container reads ConfigMap %s, which the render does not ship", r.overlay, ef.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && !strings.Contains(ops, "kubectl create secret generic "+e.ValueFrom.SecretKeyRef.Name) {
+				t.Errorf("%s: env %s reads Secret %s, which docs/operations.md does not tell the user to create", r.overlay, e.Name, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		repo, tag, _ := strings.Cut(c.Image, ":")
+		if repo != image[1] || tag == "" || tag == "latest" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("%s: image %q pull policy %q; want %s:<version> (what make docker tags) and IfNotPresent", r.overlay, c.Image, c.ImagePullPolicy, image[1])
+		}
+		for _, cm := range r.configMaps {
+			path := filepath.Join(t.TempDir(), "pipelines.yaml")
+			os.WriteFile(path, []byte(cm.Data["pipelines.yaml"]), 0o600)
+			if _, err := config.Load(path, config.Options{Environ: []string{"KAFKA_BOOTSTRAP_SERVERS=kafka:9092",
+				"AZURE_STORAGE_ACCOUNT_URL=https://acct.blob.core.windows.net", "AZURE_STORAGE_CONNECTION_STRING=" + azureConnStr}}); err != nil {
+				t.Errorf("%s: the pipeline file in ConfigMap %s: %v", r.overlay, cm.Name, err)
+			}
+		}
+		// Each monitor selects its own Service, and the Service its own pods.
+		for name, sel := range r.monitors {
+			if len(r.services) != 1 || !selects(sel, r.services[0].Labels) {
+				t.Errorf("%s: %s selects %v, not its own Service", r.overlay, name, sel)
+			}
+		}
+		for _, s := range r.services {
+			if !selects(s.Spec.Selector, ss.Spec.Template.Labels) {
+				t.Errorf("%s: Service %s selects %v, not its pods %v", r.overlay, s.Name, s.Spec.Selector, ss.Spec.Template.Labels)
+			}
+		}
+	}
+	// Side by side in one namespace: no selector of one pair selects the
+	// other pair's pods or Service, and no two objects share a name.
+	for _, a := range all {
+		for _, b := range all {
+			if a == b {
+				continue
+			}
+			theirPods := b.statefulSet.Spec.Template.Labels
+			sels := map[string]map[string]string{"StatefulSet " + a.statefulSet.Name: a.statefulSet.Spec.Selector.MatchLabels}
+			for _, s := range a.services {
+				sels["Service "+s.Name] = s.Spec.Selector
+			}
+			for _, p := range a.pdbs {
+				sels["PodDisruptionBudget "+p.Name] = p.Spec.Selector.MatchLabels
+			}
+			for name, sel := range a.monitors {
+				sels[name] = sel
+				for _, s := range b.services {
+					if selects(sel, s.Labels) {
+						t.Errorf("%s's %s selects %s's Service %s", a.overlay, name, b.overlay, s.Name)
+					}
+				}
+			}
+			for name, sel := range sels {
+				if selects(sel, theirPods) {
+					t.Errorf("%s's %s selects %s's pods (%v)", a.overlay, name, b.overlay, sel)
+				}
+			}
+			if a.statefulSet.Name == b.statefulSet.Name || slices.ContainsFunc(a.serviceAccounts, func(n string) bool { return slices.Contains(b.serviceAccounts, n) }) {
+				t.Errorf("%s and %s share object names", a.overlay, b.overlay)
+			}
 		}
 	}
 }
 
-func checkStatefulSet(t *testing.T, f string, ss *appsv1.StatefulSet) {
+func checkStatefulSet(t *testing.T, overlay string, ss *appsv1.StatefulSet) {
 	t.Helper()
 	c := ss.Spec.Template.Spec.Containers[0]
 	env := map[string]corev1.EnvVar{}
@@ -87,18 +229,18 @@ func checkStatefulSet(t *testing.T, f string, ss *appsv1.StatefulSet) {
 		env[e.Name] = e
 	}
 	if pod, ok := env["POD_NAME"]; !ok || pod.ValueFrom == nil || pod.ValueFrom.FieldRef.FieldPath != "metadata.name" {
-		t.Errorf("%s: POD_NAME must come from the pod's name", f)
+		t.Errorf("%s: POD_NAME must come from the pod's name", overlay)
 	}
 	if !strings.Contains(env["OFFLOADER_KAFKA__TRANSACTIONAL_ID"].Value, "$(POD_NAME)") {
-		t.Errorf("%s: the transactional id must be the pod's stable name", f)
+		t.Errorf("%s: the transactional id must be the pod's stable name", overlay)
 	}
 	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
-		t.Errorf("%s: probes must be /healthz (liveness) and /readyz (readiness)", f)
+		t.Errorf("%s: probes must be /healthz (liveness) and /readyz (readiness)", overlay)
 	}
 	if len(c.Ports) == 0 || c.Ports[0].ContainerPort != 9464 {
-		t.Errorf("%s: the metrics port must be 9464", f)
+		t.Errorf("%s: the metrics port must be 9464", overlay)
 	}
 	if g := ss.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < 60 {
-		t.Errorf("%s: the grace period must let SIGTERM commit the batch in hand (30 s) and leave the group", f)
+		t.Errorf("%s: the grace period must let SIGTERM commit the batch in hand (30 s) and leave the group", overlay)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -31,7 +32,7 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		summary: "run a pipeline: raw topic -> transforms -> slim topic, exactly once",
-		usage:   "-c FILE [--pipeline NAME] [--until-end]",
+		usage:   "-c FILE [--pipeline NAME] [--until-end] [--listen ADDR]",
 		help: `
 Runs one pipeline of the file until SIGTERM or SIGINT. The instance joins the
 pipeline's consumer group (read_committed), transforms each batch of records,
@@ -97,12 +98,21 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 			fs := c.flags(find("run"))
 			src := c.pipelineFlags(fs)
 			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")
+			listen := fs.String("listen", "", "serve /metrics, /healthz, /readyz and the admin API at `ADDR` (host:port), in place of the file's observability.listen")
 			if code, ok := c.parse(fs, args); !ok {
 				return code
+			}
+			if *listen != "" {
+				if _, _, err := net.SplitHostPort(*listen); err != nil {
+					return c.usageError(fs, "--listen %q: %v (give host:port, such as 0.0.0.0:9464)", *listen, err)
+				}
 			}
 			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
+			}
+			if *listen != "" {
+				p.Observability.Listen = *listen
 			}
 			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
 			if err != nil {
