@@ -189,10 +189,15 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
 	assertSlimHolds(t, got, recs, root)
 
-	// The image's HEALTHCHECK, run against the live instance at the address
-	// the image would set.
+	// The image's HEALTHCHECK, run against the live instance: its --url
+	// (the image's listener) is this instance's.
 	hc := dockerHealthcheck(t)
-	if code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__LISTEN=" + strings.TrimPrefix(aURL, "http://")}, hc...); code != 0 || !strings.Contains(out, "healthy") {
+	i := slices.Index(hc, "--url")
+	if i < 0 || i+1 >= len(hc) {
+		t.Fatalf("the HEALTHCHECK %v names no --url", hc)
+	}
+	hc[i+1] = aURL
+	if code, out := offloaderCLI(t, nil, hc...); code != 0 || !strings.Contains(out, "healthy") {
 		t.Errorf("HEALTHCHECK %v: exit %d\n%s", hc, code, out)
 	}
 	for _, d := range []*daemon{a, b} {
@@ -200,7 +205,7 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 			t.Errorf("exit code %d after SIGTERM, want 0", code)
 		}
 	}
-	if code, out := offloaderCLI(t, []string{"OFFLOADER_OBSERVABILITY__LISTEN=" + strings.TrimPrefix(aURL, "http://")}, hc...); code != 1 || !strings.Contains(out, "nothing answers") {
+	if code, out := offloaderCLI(t, nil, hc...); code != 1 || !strings.Contains(out, "nothing answers") {
 		t.Errorf("HEALTHCHECK of a stopped instance: exit %d\n%s", code, out)
 	}
 }

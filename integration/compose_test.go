@@ -81,8 +81,8 @@ func TestComposeMirrorsTheServicesScript(t *testing.T) {
 		t.Errorf("only %d broker settings compared", checked)
 	}
 	dockerfile := mustRead(t, "../Dockerfile")
-	if !strings.Contains(dockerfile, "ENV OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9464") {
-		t.Error("the image's listener must answer from outside the container")
+	if _, cmd := dockerImage(t); !strings.Contains(strings.Join(cmd, " "), "--listen 0.0.0.0:9464") {
+		t.Errorf("the image's command %v must serve its listener on all interfaces, to answer from outside the container", cmd)
 	}
 	if !strings.Contains(dockerfile, "RUN make build VERSION=") {
 		t.Error("the image must build with the Makefile's build target (one set of build flags)")

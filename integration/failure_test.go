@@ -72,7 +72,7 @@ func (d *daemon) waitExit(t testing.TB, timeout time.Duration) int {
 	}
 }
 
-var metricsAddress = regexp.MustCompile(`serving /metrics, /healthz, /readyz.*"address": "([^"]+)"`)
+var metricsAddress = regexp.MustCompile(`serving /metrics, /healthz, /readyz.*"address": ?"([^"]+)"`)
 
 // metricsURL returns the base URL of a daemon started with observability.listen
 // 127.0.0.1:0, read from its start-up log.
