@@ -3,7 +3,9 @@
 // partitions it holds with their lag and committed offsets, the last commit,
 // pauses, counts, store health), POST /pause and POST /resume steer it. It
 // is served on the metrics listener, optionally behind a bearer token, and
-// read by `offloader status`.
+// read by `offloader status`. POST /leave marks an instance that is going
+// away for good (a scale-in): when it stops, it also removes its static
+// membership from the group, so that its partitions move at once.
 package admin
 
 import (
@@ -34,6 +36,9 @@ type Status struct {
 	// Instance is the instance's transactional.id, which names it in the group.
 	Instance string `json:"instance"`
 	Version  string `json:"version"`
+	// LeaveOnStop: POST /leave was called; at its stop the instance leaves
+	// the group for good instead of keeping its static membership.
+	LeaveOnStop bool `json:"leave_on_stop,omitempty"`
 	engine.Status
 	Stores []observability.StoreHealth `json:"stores"`
 }
@@ -65,7 +70,11 @@ type Server struct {
 	Pprof bool
 
 	engine atomic.Pointer[Engine]
+	leave  atomic.Bool
 }
+
+// LeaveOnStop reports whether POST /leave was called.
+func (s *Server) LeaveOnStop() bool { return s.leave.Load() }
 
 // Attach gives the server the engine once it runs; until then /status says
 // STARTING and /pause and /resume answer 503.
@@ -93,11 +102,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/status":
 		method = http.MethodGet
-	case "/pause", "/resume":
+	case "/pause", "/resume", "/leave":
 		method = http.MethodPost
 	default:
 		if !profile {
-			fail(w, http.StatusNotFound, "no such path: the admin API has GET /status, POST /pause and POST /resume (and /metrics, /healthz, /readyz)")
+			fail(w, http.StatusNotFound, "no such path: the admin API has GET /status, POST /pause, POST /resume and POST /leave (and /metrics, /healthz, /readyz)")
 			return
 		}
 	}
@@ -127,6 +136,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.steer(w, r, true, reason)
 	case "/resume":
 		s.steer(w, r, false, "")
+	case "/leave":
+		s.leave.Store(true)
+		if s.Logger != nil {
+			s.Logger.Info("admin API: leave asked: at its stop this instance removes its static membership, and its partitions move at once",
+				zap.String("remote", r.RemoteAddr))
+		}
+		s.reply(w, http.StatusOK)
 	}
 }
 
@@ -172,7 +188,7 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, pause bool, reaso
 }
 
 func (s *Server) reply(w http.ResponseWriter, code int) {
-	st := Status{Pipeline: s.Pipeline, Instance: s.Instance, Version: s.Version, Status: engine.Status{State: StateStarting}}
+	st := Status{Pipeline: s.Pipeline, Instance: s.Instance, Version: s.Version, LeaveOnStop: s.leave.Load(), Status: engine.Status{State: StateStarting}}
 	if e := s.engine.Load(); e != nil {
 		st.Status = (*e).Status()
 	}

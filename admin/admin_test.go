@@ -92,7 +92,7 @@ func TestAWrongTokenGets401AndChangesNothing(t *testing.T) {
 	e := &fakeEngine{st: engine.Status{State: engine.StateRunning}}
 	srv, _ := newServer(t, e, nil)
 	for _, auth := range []string{"", "Bearer wrong-token-of-some-length", "Basic " + token, "Bearer " + token + "x", "bearer " + token} {
-		for _, path := range []string{"/status", "/pause", "/resume"} {
+		for _, path := range []string{"/status", "/pause", "/resume", "/leave"} {
 			method := http.MethodPost
 			if path == "/status" {
 				method = http.MethodGet
@@ -167,7 +167,7 @@ func TestBadCallsAreRefusedWithTheirReason(t *testing.T) {
 	}{
 		{http.MethodGet, "/pause", "", http.StatusMethodNotAllowed, "/pause takes POST"},
 		{http.MethodPost, "/status", "", http.StatusMethodNotAllowed, "/status takes GET"},
-		{http.MethodGet, "/connectors", "", http.StatusNotFound, "GET /status, POST /pause and POST /resume"},
+		{http.MethodGet, "/connectors", "", http.StatusNotFound, "GET /status, POST /pause, POST /resume and POST /leave"},
 		{http.MethodPost, "/pause", "not json", http.StatusBadRequest, "the body must be JSON such as"},
 		{http.MethodPost, "/pause", `{"reason": "` + strings.Repeat("x", 300) + `"}`, http.StatusBadRequest, "at most 256"},
 	}
@@ -241,5 +241,23 @@ func TestProfilesOnDemand(t *testing.T) {
 	off, _ := newServer(t, &fakeEngine{}, nil)
 	if code, _, _ := call(t, http.MethodGet, off.URL+"/debug/pprof/heap?debug=1", "Bearer "+token); code != http.StatusNotFound {
 		t.Errorf("the heap profile with pprof off: %d, want 404", code)
+	}
+}
+
+// POST /leave marks the instance to leave the group for good at its stop:
+// the status says so, and the server reports it; a call without the token
+// marks nothing.
+func TestLeaveMarksTheInstanceToLeaveAtItsStop(t *testing.T) {
+	e := &fakeEngine{st: engine.Status{State: engine.StateRunning}}
+	srv, s := newServer(t, e, nil)
+	if code, _, _ := call(t, http.MethodPost, srv.URL+"/leave", ""); code != http.StatusUnauthorized || s.LeaveOnStop() {
+		t.Fatalf("POST /leave without the token: %d, leave on stop %v", code, s.LeaveOnStop())
+	}
+	if code, _, _ := call(t, http.MethodGet, srv.URL+"/leave", "Bearer "+token); code != http.StatusMethodNotAllowed || s.LeaveOnStop() {
+		t.Fatalf("GET /leave: %d, leave on stop %v", code, s.LeaveOnStop())
+	}
+	st, err := (&Client{URL: srv.URL, Token: token}).Leave(context.Background())
+	if err != nil || !st.LeaveOnStop || !s.LeaveOnStop() || st.State != engine.StateRunning {
+		t.Fatalf("leave: %+v, %v; server says %v", st, err, s.LeaveOnStop())
 	}
 }

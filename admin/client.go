@@ -61,6 +61,13 @@ func (c *Client) Resume(ctx context.Context) (st Status, applied bool, err error
 	return st, code == http.StatusOK, err
 }
 
+// Leave is POST /leave: at its stop the instance removes its static
+// membership from the group.
+func (c *Client) Leave(ctx context.Context) (Status, error) {
+	st, _, err := c.call(ctx, http.MethodPost, "/leave", nil)
+	return st, err
+}
+
 // Healthy is GET /healthz: nil when it answers 200.
 func (c *Client) Healthy(ctx context.Context) error {
 	resp, err := c.do(ctx, http.MethodGet, "/healthz", nil)

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -27,6 +28,8 @@ type rendered struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	serviceAccounts []string
 	configMaps      map[string]*corev1.ConfigMap
+	roles           map[string]*rbacv1.Role
+	roleBindings    []*rbacv1.RoleBinding
 	// monitors are the ServiceMonitors' and PodMonitors' label selectors, by name.
 	monitors map[string]map[string]string
 }
@@ -40,7 +43,7 @@ func renderOverlay(t *testing.T, name string) *rendered {
 	if err != nil {
 		t.Fatalf("kustomize build deploy/overlays/%s: %v", name, err)
 	}
-	r := &rendered{overlay: name, configMaps: map[string]*corev1.ConfigMap{}, monitors: map[string]map[string]string{}}
+	r := &rendered{overlay: name, configMaps: map[string]*corev1.ConfigMap{}, monitors: map[string]map[string]string{}, roles: map[string]*rbacv1.Role{}}
 	for _, res := range m.Resources() {
 		raw, err := res.AsYAML()
 		if err != nil {
@@ -74,6 +77,14 @@ func renderOverlay(t *testing.T, name string) *rendered {
 			cm := &corev1.ConfigMap{}
 			strict(cm)
 			r.configMaps[cm.Name] = cm
+		case "Role":
+			role := &rbacv1.Role{}
+			strict(role)
+			r.roles[role.Name] = role
+		case "RoleBinding":
+			rb := &rbacv1.RoleBinding{}
+			strict(rb)
+			r.roleBindings = append(r.roleBindings, rb)
 		case "ServiceMonitor", "PodMonitor":
 			var mon struct {
 				Spec struct {
@@ -149,6 +160,18 @@ func TestKubernetesOverlaysRenderAndHoldTogether(t *testing.T) {
 			}
 		}
 		c := pod.Containers[0]
+		// The preStop hook tells a scale-in from a restart: it reads the
+		// StatefulSet, which the pods' ServiceAccount must be allowed.
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil ||
+			!strings.Contains(strings.Join(c.Lifecycle.PreStop.Exec.Command, " "), "offloader leave --if-scaled-in --url http://127.0.0.1:9464") {
+			t.Errorf("%s: no preStop hook runs offloader leave --if-scaled-in", r.overlay)
+		}
+		if !canGetStatefulSets(r, pod.ServiceAccountName) {
+			t.Errorf("%s: ServiceAccount %s may not get statefulsets (the preStop hook reads its StatefulSet)", r.overlay, pod.ServiceAccountName)
+		}
+		if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 15+60 {
+			t.Errorf("%s: the grace period must cover the preStop hook (15 s) and the stop (60 s)", r.overlay)
+		}
 		for _, ef := range c.EnvFrom {
 			if ef.SecretRef != nil && !strings.Contains(ops, "kubectl create secret generic "+ef.SecretRef.Name) {
 				t.Errorf("%s: the container reads Secret %s, which docs/operations.md does not tell the user to create", r.overlay, ef.SecretRef.Name)
@@ -243,4 +266,21 @@ func checkStatefulSet(t *testing.T, overlay string, ss *appsv1.StatefulSet) {
 	if g := ss.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < 60 {
 		t.Errorf("%s: the grace period must let SIGTERM commit the batch in hand (30 s) and leave the group", overlay)
 	}
+}
+
+// canGetStatefulSets reports whether a RoleBinding of the render gives sa a
+// Role of the render that may get statefulsets.
+func canGetStatefulSets(r *rendered, sa string) bool {
+	for _, rb := range r.roleBindings {
+		role := r.roles[rb.RoleRef.Name]
+		if rb.RoleRef.Kind != "Role" || role == nil || !slices.ContainsFunc(rb.Subjects, func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Name == sa }) {
+			continue
+		}
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.APIGroups, "apps") && slices.Contains(rule.Resources, "statefulsets") && slices.Contains(rule.Verbs, "get") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/offloader/offloader/admin"
 )
 
 // What the deployment files describe, run as processes against the test
@@ -192,4 +195,91 @@ func (a *argList) UnmarshalYAML(n *yaml.Node) error {
 	err := n.Decode(&l)
 	*a = l
 	return err
+}
+
+// Two pods of the payments overlay's StatefulSet, as Kubernetes would start
+// them: the image's entrypoint with the container's args, its env (POD_NAME
+// from the pod's name, $(POD_NAME) expanded), the Secret's variables and the
+// ConfigMap's pipeline file. They become ready, share the partitions under
+// distinct transactional ids, and every record reaches the slim topic once.
+func TestTheStatefulSetsPodsShareThePartitions(t *testing.T) {
+	t.Parallel() // its own topics and group; runs beside the other parallel tests
+	r := renderOverlay(t, "payments")
+	ss := r.statefulSet
+	c := ss.Spec.Template.Spec.Containers[0]
+	var mount string
+	for _, vm := range c.VolumeMounts {
+		for _, v := range ss.Spec.Template.Spec.Volumes {
+			if v.Name == vm.Name && v.ConfigMap != nil && r.configMaps[v.ConfigMap.Name] != nil {
+				mount = vm.MountPath
+			}
+		}
+	}
+	if mount == "" || len(r.configMaps) != 1 {
+		t.Fatalf("the container mounts no ConfigMap of the render (%d ConfigMaps)", len(r.configMaps))
+	}
+	var pipelineFile string
+	for _, cm := range r.configMaps {
+		pipelineFile = cm.Data["pipelines.yaml"]
+	}
+	prefix := uniqueName(t, "k")
+	names := strings.NewReplacer("payments.", prefix+".", "offloader-payments", prefix+"-group", "payments-payloads", fmt.Sprintf("k%d-payloads", time.Now().UnixNano()%1e9),
+		`listen: "0.0.0.0:9464"`, `listen: "127.0.0.1:0"`) // two pods' ports, on one host here
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pipelines.yaml")
+	if err := os.WriteFile(file, []byte(names.Replace(pipelineFile)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, prefix+".raw", 3, map[string]string{"max.message.bytes": "8388608"})
+	secret := []string{"KAFKA_BOOTSTRAP_SERVERS=" + bootstrap, "AZURE_STORAGE_CONNECTION_STRING=" + azureConnStr,
+		"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}
+	check := exec.Command(offloaderBinary(t), "check", "-c", file, "--create-missing")
+	check.Env = append(check.Environ(), secret...)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("check --create-missing (step 5 of the guide): %v\n%s", err, out)
+	}
+	entrypoint, _ := dockerImage(t)
+	if len(c.Command) != 0 {
+		entrypoint = c.Command
+	}
+	args := described(t, append(slices.Clone(entrypoint), c.Args...), strings.NewReplacer(mount+"/pipelines.yaml", file))
+	var urls, instances []string
+	for ordinal := range 2 {
+		podName := fmt.Sprintf("%s-%d", ss.Name, ordinal)
+		env := slices.Clone(secret)
+		vars := map[string]string{}
+		for _, e := range c.Env {
+			v := e.Value
+			switch {
+			case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+				v = podName
+			case e.ValueFrom != nil:
+				t.Fatalf("env %s comes from %+v, which this test does not provide", e.Name, e.ValueFrom)
+			}
+			for name, val := range vars { // Kubernetes expands $(VAR) of the variables before it
+				v = strings.ReplaceAll(v, "$("+name+")", val)
+			}
+			vars[e.Name] = v
+			env = append(env, e.Name+"="+v)
+		}
+		d := startOffloader(t, args, env...)
+		u := d.metricsURL(t)
+		urls = append(urls, u)
+		t.Cleanup(func() {
+			if code := d.stop(t, 45*time.Second); code != 0 {
+				t.Errorf("pod %s: exit code %d after SIGTERM", podName, code)
+			}
+		})
+	}
+	for _, u := range urls {
+		st := waitForStatus(t, u, "a pod holding partitions", func(s admin.Status) bool { return len(s.Partitions) > 0 }, 90*time.Second)
+		instances = append(instances, st.Instance)
+		waitReady(t, u, time.Minute)
+	}
+	if instances[0] == instances[1] || !strings.HasSuffix(instances[0], ss.Name+"-0") && !strings.HasSuffix(instances[1], ss.Name+"-0") {
+		t.Errorf("the pods run as transactional ids %v; want one per pod name", instances)
+	}
+	recs := numberedRecords(90, 3, 15, 2<<20, 500)
+	produceRecords(t, prefix+".raw", recs)
+	assertEachOnce(t, consumeAll(t, prefix+".slim", len(recs), 2*time.Minute), len(recs), nil)
 }

@@ -61,7 +61,7 @@ func (c *cli) recordsOut() io.Writer {
 }
 
 func commands() []*command {
-	return []*command{runCommand(), validateCommand(), checkCommand(), statusCommand(), pauseCommand(), resumeCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
+	return []*command{runCommand(), validateCommand(), checkCommand(), statusCommand(), pauseCommand(), resumeCommand(), leaveCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
 }
 
 func main() {

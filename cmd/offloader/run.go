@@ -74,8 +74,12 @@ batch in hand before they are given up, and the partitions kept go on without
 a rewind. /readyz answers 200 only once partitions are assigned.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
-leaves the group and exits 0; if that is not done within 60s (a Kafka client
-call stuck), it exits 1 without leaving the group.
+closes its Kafka clients and exits 0; if that is not done within 60s (a Kafka
+client call stuck), it exits 1. As a static member it stays in the group until
+session.timeout.ms (a restart takes its partitions back at once); after
+offloader leave (POST /leave) it removes its membership as it stops, and its
+partitions move at once: do that for a scale-in. A signal before the pipeline
+started reading exits 0 too.
 
 A transactional call still stuck 15s past its timeout (a librdkafka fault seen
 after broker restarts) makes it replace its producer: the open transaction
@@ -388,7 +392,27 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	if errors.Is(err, engine.ErrFatal) {
 		metrics.SetHealthy(false)
 	}
+	if api.LeaveOnStop() {
+		leaveGroup(p, logger)
+	}
 	return runResult{report: rep, until: until}, err
+}
+
+// leaveTimeout bounds removing the static membership at a stop.
+const leaveTimeout = 10 * time.Second
+
+// leaveGroup removes the stopped instance's static membership (POST /leave
+// asked for it): its partitions move to the other instances now, not after
+// session.timeout.ms. Failing, it says so; the member then times out.
+func leaveGroup(p *config.Pipeline, logger *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	id := kafkaedge.GroupInstanceID(p)
+	if err := kafkaedge.RemoveStaticMember(ctx, p); err != nil {
+		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
+		return
+	}
+	logger.Info("left the group for good: static member removed, its partitions move now", zap.String("group", p.Source.Group), zap.String("group_instance_id", id))
 }
 
 // slowStoreCall is how long a store call retries before it is logged and
