@@ -74,8 +74,9 @@ batch in hand before they are given up, and the partitions kept go on without
 a rewind. /readyz answers 200 only once partitions are assigned.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
-closes its Kafka clients and exits 0; if that is not done within 60s (a Kafka
-client call stuck), it exits 1. As a static member it stays in the group until
+closes its Kafka clients (given 10s; past that it goes on without them) and
+exits 0; if that is not done within 60s (a Kafka client call stuck), it exits
+1. As a static member it stays in the group until
 session.timeout.ms (a restart takes its partitions back at once); after
 offloader leave (POST /leave) it removes its membership as it stops, and its
 partitions move at once: do that for a scale-in. A signal before the pipeline

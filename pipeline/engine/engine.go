@@ -275,27 +275,35 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	return rep, err
 }
 
-// fatalCloseTimeout bounds closing the clients after a fatal error: a fenced
-// client may never finish leaving its group (a static member fenced by its
-// twin kept trying to rejoin, and Close waited for it forever), and nothing
-// is left to commit.
-const fatalCloseTimeout = 10 * time.Second
+// closeTimeout bounds closing the clients once the run ended: leaving the
+// group and closing the producer. A client that does not finish (seen once
+// under a rebalance while instances were killed and restarted) is left to
+// finish on its own: what was to be committed is committed by then, and an
+// open transaction aborts when this transactional.id starts again or times
+// out. fatalCloseTimeout bounds it after a fatal error: a fenced client may
+// never finish leaving its group (a static member fenced by its twin kept
+// trying to rejoin, and Close waited for it forever).
+const (
+	closeTimeout      = 10 * time.Second
+	fatalCloseTimeout = 10 * time.Second
+)
 
 // close settles the commit in flight, leaves the group and closes the
-// session. After failed, a fatal error, closing is given fatalCloseTimeout and
-// then left to finish on its own: the process exits anyway.
+// session, within closeTimeout (fatalCloseTimeout after failed, a fatal
+// error); past it the process goes on without them.
 func (e *Engine) close(failed error) error {
-	if !errors.Is(failed, ErrFatal) {
-		return e.closeClients()
+	limit := closeTimeout
+	if errors.Is(failed, ErrFatal) {
+		limit = fatalCloseTimeout
 	}
 	done := make(chan error, 1)
 	go func() { done <- e.closeClients() }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(fatalCloseTimeout):
-		e.log.Warn("the Kafka clients did not close in time after a fatal error: exiting without leaving the group",
-			zap.Duration("waited", fatalCloseTimeout), zap.NamedError("fatal", failed))
+	case <-time.After(limit):
+		e.log.Warn("the Kafka clients did not close in time: going on without them (an open transaction aborts when this transactional.id starts again)",
+			zap.Duration("waited", limit), zap.NamedError("after", failed))
 		return nil
 	}
 }
