@@ -17,6 +17,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
@@ -254,7 +255,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 }
 
 // analysisThreshold is the threshold to analyze at and where it comes from.
-func analysisThreshold(p *config.Pipeline, f *kafkaedge.Figures, flag string) (int, string, error) {
+func analysisThreshold(p *config.Pipeline, f *limits.Figures, flag string) (int, string, error) {
 	auto := func() (int, string) {
 		if f.Slim.Exists {
 			// The limit run derives auto from, whatever the pipeline's own step says.

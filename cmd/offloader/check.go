@@ -12,6 +12,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
 )
 
@@ -137,12 +138,12 @@ func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Lo
 			}
 		}
 	}
-	rows, problems := kafkaedge.CheckLimits(figures)
+	rows, problems := limits.Check(figures)
 	printLimits(c.stdout, rows, problems)
 	return len(problems) == 0
 }
 
-func printLimits(w io.Writer, rows []kafkaedge.Row, problems []kafkaedge.Problem) {
+func printLimits(w io.Writer, rows []limits.Row, problems []limits.Problem) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tROLE\tGATE\tLIMIT\tLARGEST RECORD\tVERDICT")
 	for _, r := range rows {
@@ -157,7 +158,7 @@ func printLimits(w io.Writer, rows []kafkaedge.Row, problems []kafkaedge.Problem
 }
 
 // printProblems lists problems, each with its fix, or says allGood.
-func printProblems(w io.Writer, problems []kafkaedge.Problem, allGood, noun string) {
+func printProblems(w io.Writer, problems []limits.Problem, allGood, noun string) {
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "\n"+allGood)
 		return
@@ -169,7 +170,7 @@ func printProblems(w io.Writer, problems []kafkaedge.Problem, allGood, noun stri
 }
 
 // limitProblems is the start-up form of the check, for run.
-func limitProblems(problems []kafkaedge.Problem) string {
+func limitProblems(problems []limits.Problem) string {
 	var b strings.Builder
 	for _, p := range problems {
 		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", p.What, p.Fix)
@@ -190,7 +191,7 @@ func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bo
 	if applies == nil || n == 0 {
 		return true
 	}
-	var problems []kafkaedge.Problem
+	var problems []limits.Problem
 	read := int64(0)
 	for _, topic := range p.Source.Topics {
 		one := *p
@@ -202,7 +203,7 @@ func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bo
 		}
 		read += rep.Records
 		if o := rep.Offload; o.DeadLettered > 0 {
-			problems = append(problems, kafkaedge.Problem{
+			problems = append(problems, limits.Problem{
 				What: fmt.Sprintf("%d of the %d records sampled from %s (the last %d of each partition) are over the slim topic's limit and the offload step's if: passes them by: run sends them to the dead-letter topic (%s)",
 					o.DeadLettered, rep.Records, topic, n, strings.Join(o.DeadLetteredExamples, ", ")),
 				Fix: "make the offload step's if: take every record over its threshold (or remove the if:), or raise the slim topic's max.message.bytes and the producer's message.max.bytes above these records",

@@ -20,6 +20,7 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -212,7 +213,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	if err != nil {
 		return runResult{}, err
 	}
-	if _, problems := kafkaedge.CheckLimits(topology.Figures); len(problems) > 0 {
+	if _, problems := limits.Check(topology.Figures); len(problems) > 0 {
 		if p.Limits == config.LimitsEnforce {
 			return runResult{}, fmt.Errorf("the topics' size limits are not aligned (offloader check -c FILE prints the whole table; limits: warn starts anyway):%s", limitProblems(problems))
 		}
@@ -271,36 +272,16 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		StoreRetry:     storeRetry(p.Errors.StoreBudget, logger, metrics),
 		Logger:         logger,
 	}
-	var chain pipeline.Chain
-	var stepNames []string
-	var deadLetterOffload *transforms.Offload
+	steps := make([]transforms.Step, len(p.Transforms))
 	for i, step := range p.Transforms {
-		stepNames = append(stepNames, fmt.Sprintf("transforms[%d] (%s)", i, step.Type))
-		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok && deadLetterOffload == nil && p.Errors.DeadLetterTopic != "" {
-			// The same store and keys, with the dead-letter topic's limit.
-			dltCfg := *cfg
-			dltDeps := deps
-			dltDeps.SlimTopicLimit = topology.DeadLetterLimit().Bytes
-			dltDeps.Logger = logger.With(zap.String("for", "retry and dead-letter records"))
-			dltCfg.Threshold = settings.Auto
-			o, err := transforms.NewOffload(dltCfg, dltDeps)
-			if err != nil {
-				return runResult{}, fmt.Errorf("offloading dead-letter values: %w", err)
-			}
-			deadLetterOffload = o
-		}
-		t, err := transforms.New(step.Type, step.Config, deps)
-		if err != nil {
-			return runResult{}, fmt.Errorf("transforms[%d] (%s): %w", i, step.Type, err)
-		}
+		steps[i] = transforms.Step{Type: step.Type, Config: step.Config, Negate: step.Negate}
 		if step.If != nil {
-			pred, err := transforms.NewPredicate(step.If.Type, step.If.Config)
-			if err != nil {
-				return runResult{}, fmt.Errorf("transforms[%d].if (%s): %w", i, step.If.Type, err)
-			}
-			t = pipeline.Gate{Predicate: pred, Negate: step.Negate, Step: t}
+			steps[i].If = &transforms.Condition{Type: step.If.Type, Config: step.If.Config}
 		}
-		chain = append(chain, t)
+	}
+	chain, err := transforms.Build(steps, deps, topology.DeadLetterLimit().Bytes, topology.SlimLimit().Gate)
+	if err != nil {
+		return runResult{}, err
 	}
 
 	plan := topology.Memory(p)
@@ -335,8 +316,8 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		}
 	}
 	var offload engine.Offloader
-	if deadLetterOffload != nil {
-		offload = deadLetterOffload
+	if chain.DeadLetter != nil {
+		offload = chain.DeadLetter
 	}
 	eng := engine.New(engine.Options{
 		Name:               p.Name,
@@ -344,8 +325,8 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		SlimTopic:          p.SlimTopic,
 		PreservePartitions: p.Partitioning == config.PartitioningPreserve,
 		Commit:             engine.Commit{Interval: p.Commit.Interval, MaxRecords: p.Commit.MaxRecords, MaxBytes: int(batchBytes)},
-		Chain:              chain,
-		StepNames:          stepNames,
+		Chain:              chain.Steps,
+		StepNames:          chain.Names,
 		Workers:            pipeline.Workers{Max: plan.MaxUploads, Bytes: plan.Uploads},
 		Policy:             dlt.NewPolicy(policyRules(p.Errors), time.Now),
 		SlimLimit:          topology.SlimLimit(),
@@ -369,25 +350,10 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	for name, s := range p.Stores {
 		storeTypes[name] = s.Type
 	}
-	threshold := "none (no offload step)"
-	for i, step := range p.Transforms {
-		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok {
-			o, _ := chain[i].(*transforms.Offload)
-			if o == nil {
-				break // a gated step: its threshold was logged when it was built
-			}
-			threshold = fmt.Sprintf("%d bytes (threshold: %s", o.Threshold(), cfg.Threshold)
-			if cfg.Threshold.IsAuto() {
-				threshold += fmt.Sprintf(", from %s less %s of headroom", topology.SlimLimit().Gate, transforms.AutoThresholdHeadroom)
-			}
-			threshold += ")"
-			break
-		}
-	}
 	logger.Info("pipeline running",
 		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", p.Source.Start()),
 		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)),
-		zap.String("offload_threshold", threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
+		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
 	running = true
 	rep, err := eng.Run(ctx)
 	if errors.Is(err, engine.ErrFatal) {

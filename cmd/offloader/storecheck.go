@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/stores"
 )
 
@@ -25,7 +25,7 @@ type storeRow struct {
 // object written, read back and deleted under the step's key prefix; a
 // store that is only read (rehydrate) gets a read of a key that is not there.
 // Each store has errors.store_budget for all of it.
-func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaedge.Problem) {
+func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []limits.Problem) {
 	prefixes := map[string][]string{}
 	for _, kp := range p.KeyPrefixes() {
 		if !kp.Adopted {
@@ -33,7 +33,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 		}
 	}
 	var rows []storeRow
-	var problems []kafkaedge.Problem
+	var problems []limits.Problem
 	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
 		spec := p.Stores[name]
 		sctx, cancel := context.WithTimeout(ctx, p.Errors.StoreBudget)
@@ -41,7 +41,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 		if err != nil {
 			cancel()
 			rows = append(rows, storeRow{name, spec.Type, "open", "FAILS"})
-			problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: openFix(err)})
+			problems = append(problems, limits.Problem{What: err.Error(), Fix: openFix(err)})
 			continue
 		}
 		rows = append(rows, storeRow{name, spec.Type, "open", "ok"})
@@ -52,7 +52,7 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "ok"})
 			default:
 				rows = append(rows, storeRow{name, spec.Type, "read (rehydrate only)", "FAILS"})
-				problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: accessFix("read", name)})
+				problems = append(problems, limits.Problem{What: err.Error(), Fix: accessFix("read", name)})
 			}
 		}
 		if len(prefixes[name]) > 0 && spec.ObjectLifetime == 0 && !spec.GC {
@@ -65,10 +65,10 @@ func checkStores(ctx context.Context, p *config.Pipeline) ([]storeRow, []kafkaed
 			switch {
 			case errors.As(err, &pe):
 				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
-				problems = append(problems, kafkaedge.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: probeFix(pe, name, prefix)})
+				problems = append(problems, limits.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: probeFix(pe, name, prefix)})
 			case err != nil:
 				rows = append(rows, storeRow{name, spec.Type, check, "FAILS"})
-				problems = append(problems, kafkaedge.Problem{What: err.Error(), Fix: accessFix("write", name)})
+				problems = append(problems, limits.Problem{What: err.Error(), Fix: accessFix("write", name)})
 			case left != "":
 				rows = append(rows, storeRow{name, spec.Type, check, "ok (could not delete " + left + ": run does not need to)"})
 			default:
@@ -89,7 +89,7 @@ const otherWritersSampled = 20
 // checkListing probes that the store's listing keeps to its prefix (gc
 // lists to find what to delete), and warns when the first objects under
 // the prefix name another pipeline as their writer.
-func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s stores.Store, prefix string, rows []storeRow, problems []kafkaedge.Problem) ([]storeRow, []kafkaedge.Problem) {
+func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s stores.Store, prefix string, rows []storeRow, problems []limits.Problem) ([]storeRow, []limits.Problem) {
 	check := "list keeps to " + prefix + "/"
 	if err := stores.ProbeList(ctx, s, prefix); err != nil {
 		rows = append(rows, storeRow{name, typ, check, "FAILS"})
@@ -97,7 +97,7 @@ func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s s
 		if !errors.Is(err, stores.ErrListIgnoresPrefix) {
 			fix = accessFix("list", name)
 		}
-		return rows, append(problems, kafkaedge.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: fix})
+		return rows, append(problems, limits.Problem{What: fmt.Sprintf("store %q: %v", name, err), Fix: fix})
 	}
 	rows = append(rows, storeRow{name, typ, check, "ok"})
 	var sampled []string
@@ -151,7 +151,7 @@ func accessFix(what, name string) string {
 	return fmt.Sprintf("give store %q's credentials %s access (%s)", name, what, role)
 }
 
-func printStores(w io.Writer, rows []storeRow, problems []kafkaedge.Problem) {
+func printStores(w io.Writer, rows []storeRow, problems []limits.Problem) {
 	if len(rows) == 0 {
 		return
 	}

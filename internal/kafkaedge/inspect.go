@@ -3,7 +3,6 @@ package kafkaedge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -27,25 +27,18 @@ type Topology struct {
 	SourcePartitions map[string]int
 	SlimPartitions   int
 	// Figures are all the size-related settings read, for the limit check.
-	Figures *Figures
+	Figures *limits.Figures
 }
 
 // SlimLimit is the largest record the slim topic takes from the producer.
 func (t *Topology) SlimLimit() engine.Limit { return t.Figures.SlimLimit() }
 
-// SlimLimit is the largest record the slim topic takes from the producer,
-// and the gate that sets it: what threshold: auto is derived from.
-func (f *Figures) SlimLimit() engine.Limit { return f.limitOf(f.Slim) }
-
 // FailureLimits are the largest records each retry topic and the
 // dead-letter topic take from the producer, by topic.
-func (t *Topology) FailureLimits() map[string]engine.Limit {
-	out := map[string]engine.Limit{}
-	for _, r := range append(slices.Clone(t.Figures.Retries), deref(t.Figures.DeadLetter)...) {
-		out[r.Name] = t.Figures.limitOf(r)
-	}
-	return out
-}
+func (t *Topology) FailureLimits() map[string]engine.Limit { return t.Figures.FailureLimits() }
+
+// DeadLetterLimit is the dead-letter topic's limit (zero without one).
+func (t *Topology) DeadLetterLimit() engine.Limit { return t.Figures.DeadLetterLimit() }
 
 // Memory splits the pipeline's memory budget (memory.in_flight) for this
 // cluster: the fetch share is divided among its brokers, and the produce
@@ -61,32 +54,6 @@ func (t *Topology) Memory(p *config.Pipeline) memory.Plan {
 		largestInput = max(largestInput, s.MaxMessageBytes, s.MaxDecompressedBytes)
 	}
 	return memory.Split(int64(p.Memory.InFlight), t.Figures.Brokers, p.Memory.MaxUploads, largest).BoundPrefetch(largestInput)
-}
-
-// DeadLetterLimit is the dead-letter topic's limit (zero without one).
-func (t *Topology) DeadLetterLimit() engine.Limit {
-	if d := t.Figures.DeadLetter; d != nil {
-		return t.Figures.limitOf(*d)
-	}
-	return engine.Limit{}
-}
-
-// limitOf is the largest record topic t takes from the producer: the lowest
-// of the gates a single record meets on its way, named for errors. The
-// producer checks each record against its message.max.bytes; the broker
-// checks the batch against the topic's max.message.bytes (a batch of one
-// record is the worst case) and, where it decompresses, each record against
-// max.decompressed.message.bytes (Kafka 4.4).
-func (f *Figures) limitOf(t TopicInfo) engine.Limit {
-	l := engine.Limit{Bytes: f.ProducerMaxMessageBytes,
-		Gate: fmt.Sprintf("the producer's message.max.bytes (%d; kafka.producer in the pipeline file)", f.ProducerMaxMessageBytes)}
-	if t.MaxMessageBytes < l.Bytes {
-		l = engine.Limit{Bytes: t.MaxMessageBytes, Gate: fmt.Sprintf("the %s topic %s's max.message.bytes (%d)", t.Role, t.Name, t.MaxMessageBytes)}
-	}
-	if t.MaxDecompressedBytes > 0 && t.MaxDecompressedBytes < l.Bytes {
-		l = engine.Limit{Bytes: t.MaxDecompressedBytes, Gate: fmt.Sprintf("the %s topic %s's max.decompressed.message.bytes (%d)", t.Role, t.Name, t.MaxDecompressedBytes)}
-	}
-	return l
 }
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
@@ -169,7 +136,7 @@ func adminClient(p *config.Pipeline, log *zap.Logger) (admin, error) {
 // partition counts and effective max.message.bytes and retention.ms of the
 // source, slim, retry and dead-letter topics (missing topics are marked, not
 // errors), the broker's message.max.bytes, and the client settings.
-func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures, error) {
+func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.Figures, error) {
 	admin, err := adminClient(p, log)
 	if err != nil {
 		return nil, err
@@ -179,7 +146,7 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Kafka.BootstrapServers, err)
 	}
-	f := &Figures{Bootstrap: p.Kafka.BootstrapServers, Brokers: len(md.Brokers), Preserve: p.Partitioning == config.PartitioningPreserve}
+	f := &limits.Figures{Bootstrap: p.Kafka.BootstrapServers, Brokers: len(md.Brokers), Preserve: p.Partitioning == config.PartitioningPreserve}
 	if f.ProducerMaxMessageBytes, err = clientInt(p.Kafka.Producer, "producer", "message.max.bytes", defaultProducerMessageMaxBytes); err != nil {
 		return nil, err
 	}
@@ -199,8 +166,8 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 			f.BrokerTransactionMaxMs, _ = strconv.Atoi(e.Value)
 		}
 	}
-	topic := func(name, role string) (TopicInfo, error) {
-		t := TopicInfo{Name: name, Role: role}
+	topic := func(name, role string) (limits.TopicInfo, error) {
+		t := limits.TopicInfo{Name: name, Role: role}
 		tm, ok := md.Topics[name]
 		if !ok || tm.Error.Code() == kafka.ErrUnknownTopicOrPart || tm.Error.Code() == kafka.ErrUnknownTopic {
 			return t, nil
@@ -256,7 +223,7 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Figures,
 		}
 		f.DeadLetter = &t
 	}
-	chainFigures(p, f)
+	f.AddChain(p)
 	f.ObjectLifetimes = map[string]time.Duration{}
 	for name, s := range p.Stores {
 		if s.ObjectLifetime > 0 {

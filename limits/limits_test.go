@@ -1,4 +1,4 @@
-package kafkaedge
+package limits
 
 import (
 	"strconv"
@@ -18,7 +18,7 @@ func figures() *Figures {
 }
 
 func TestCheckLimitsAcceptsTheDefaults(t *testing.T) {
-	rows, problems := CheckLimits(figures())
+	rows, problems := Check(figures())
 	if len(problems) != 0 || len(rows) != 5 {
 		t.Fatalf("%d rows, problems %+v", len(rows), problems)
 	}
@@ -57,7 +57,7 @@ func TestCheckLimitsTheFiveGates(t *testing.T) {
 	for name, c := range cases {
 		f := figures()
 		c.change(f)
-		_, problems := CheckLimits(f)
+		_, problems := Check(f)
 		var all []string
 		for _, p := range problems {
 			all = append(all, p.What+" / "+p.Fix)
@@ -86,7 +86,7 @@ func TestLimitOfNamesTheGateThatBinds(t *testing.T) {
 	for _, c := range cases {
 		slim := f.Slim
 		c.change(&slim)
-		if l := f.limitOf(slim); l.Bytes != c.bytes || l.Gate != c.want {
+		if l := f.LimitOf(slim); l.Bytes != c.bytes || l.Gate != c.want {
 			t.Errorf("limit %d (%s), want %d (%s)", l.Bytes, l.Gate, c.bytes, c.want)
 		}
 	}
@@ -102,7 +102,7 @@ func TestTransactionTimeoutOverTheBrokersMaximum(t *testing.T) {
 		!strings.Contains(p.Fix, "900000 or less") {
 		t.Fatalf("problem %+v", p)
 	}
-	if _, problems := CheckLimits(f); len(problems) == 0 || problems[0] != *p {
+	if _, problems := Check(f); len(problems) == 0 || problems[0] != *p {
 		t.Errorf("CheckLimits: %+v, want the transaction timeout first", problems)
 	}
 	for _, ok := range []*Figures{{TransactionTimeoutMs: 900_000, BrokerTransactionMaxMs: 900_000}, {TransactionTimeoutMs: 1_000_000}} {

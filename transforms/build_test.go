@@ -1,0 +1,83 @@
+package transforms
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
+)
+
+// decoded is a step's config decoded from YAML-shaped settings.
+func decoded(t *testing.T, typ string, raw map[string]any) any {
+	t.Helper()
+	k, ok := Kinds.Lookup(typ)
+	if !ok {
+		t.Fatalf("no transform %q", typ)
+	}
+	cfg := k.NewConfig()
+	if problems := settings.Decode("step", raw, cfg); len(problems) > 0 {
+		t.Fatalf("%s: %v", typ, problems)
+	}
+	return cfg
+}
+
+// Build names each step, gates the ones with an if:, builds the first
+// offload step again at the dead-letter topic's limit, and says where it
+// offloads.
+func TestBuildAssemblesTheChain(t *testing.T) {
+	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": &memStore{objects: map[string][]byte{}}},
+		StoreRetry: stores.DefaultRetryPolicy(time.Second), SlimTopicLimit: 1000000}
+	hasHeader := decodedPredicate(t, "has_header", map[string]any{"name": "skip"})
+	steps := []Step{
+		{Type: "filter", Config: decoded(t, "filter", nil), If: &Condition{Type: "has_header", Config: hasHeader}},
+		{Type: "offload", Config: decoded(t, "offload", map[string]any{"store": "mem", "threshold": "auto"})},
+	}
+	c, err := Build(steps, deps, 2000000, "the producer's message.max.bytes (1000000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Steps) != 2 || c.Names[0] != "transforms[0] (filter)" || c.Names[1] != "transforms[1] (offload)" {
+		t.Fatalf("steps %d, names %v", len(c.Steps), c.Names)
+	}
+	if _, gated := c.Steps[0].(pipeline.Gate); !gated {
+		t.Errorf("the filter with an if: is %T, want a pipeline.Gate", c.Steps[0])
+	}
+	main, ok := c.Steps[1].(*Offload)
+	if !ok || main.Threshold() != 1000000-int(AutoThresholdHeadroom) {
+		t.Fatalf("the offload step: %T %+v", c.Steps[1], c.Steps[1])
+	}
+	if c.DeadLetter == nil || c.DeadLetter.Threshold() != 2000000-int(AutoThresholdHeadroom) {
+		t.Errorf("the dead-letter offload: %+v, want threshold auto at the dead-letter limit 2000000", c.DeadLetter)
+	}
+	if !strings.Contains(c.Threshold, "995904 bytes (threshold: auto, from the producer's message.max.bytes (1000000) less 4KiB of headroom)") {
+		t.Errorf("threshold said as %q", c.Threshold)
+	}
+	// Without a dead-letter topic there is no second offload step; without
+	// an offload step the threshold says so; a bad step names its place.
+	if c, err := Build(steps[1:], deps, 0, ""); err != nil || c.DeadLetter != nil {
+		t.Errorf("without a dead-letter topic: %+v, %v", c, err)
+	}
+	if c, err := Build(steps[:1], deps, 0, ""); err != nil || c.Threshold != "none (no offload step)" {
+		t.Errorf("without an offload step: %+v, %v", c, err)
+	}
+	bad := []Step{{Type: "offload", Config: decoded(t, "offload", map[string]any{"store": "elsewhere", "threshold": "auto"})}}
+	if _, err := Build(bad, deps, 0, ""); err == nil || !strings.Contains(err.Error(), "transforms[0] (offload)") {
+		t.Errorf("a step naming a store that is not open: %v", err)
+	}
+}
+
+func decodedPredicate(t *testing.T, typ string, raw map[string]any) any {
+	t.Helper()
+	k, ok := Predicates.Lookup(typ)
+	if !ok {
+		t.Fatalf("no predicate %q", typ)
+	}
+	cfg := k.NewConfig()
+	if problems := settings.Decode("if", raw, cfg); len(problems) > 0 {
+		t.Fatalf("%s: %v", typ, problems)
+	}
+	return cfg
+}
