@@ -319,7 +319,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 	if chain.DeadLetter != nil {
 		offload = chain.DeadLetter
 	}
-	eng := engine.New(engine.Options{
+	eng, err := engine.New(engine.Options{
 		Name:               p.Name,
 		SourceTopics:       p.Source.Topics,
 		SlimTopic:          p.SlimTopic,
@@ -340,6 +340,11 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		Logger:             logger,
 		Metrics:            metrics,
 	}, group, session)
+	if err != nil {
+		session.Close()
+		group.Close()
+		return runResult{}, err
+	}
 	if err := startPaused(eng, p.Observability.PauseFile, logger); err != nil {
 		session.Close()
 		group.Close()

@@ -56,12 +56,15 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := engine.New(engine.Options{
+			eng, err := engine.New(engine.Options{
 				Name: p.Name, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic, PreservePartitions: true,
 				Commit: engine.Commit{Interval: 100 * time.Millisecond, MaxRecords: 20, MaxBytes: 1 << 20},
 				Chain:  pipeline.Chain{}, Workers: pipeline.Workers{Max: 2}, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
 				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second, Metrics: m,
 			}, group, session)
+			if err != nil {
+				t.Fatal(err)
+			}
 			rep, err := eng.Run(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -116,8 +116,54 @@ type Report struct {
 	ReachedEnd bool
 }
 
-// New returns an engine that reads src and writes through session.
-func New(opts Options, src Source, session Session) *Engine {
+// validate reports every problem of opts, src and session at once.
+func (o Options) validate(src Source, session Session) error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if src == nil {
+		add("no source (the consumer group)")
+	}
+	if session == nil {
+		add("no session (the transactional producer)")
+	}
+	if o.Policy == nil {
+		add("no failure policy (Options.Policy)")
+	}
+	if o.Metrics == nil {
+		add("no metrics (Options.Metrics)")
+	}
+	if len(o.SourceTopics) == 0 {
+		add("no source topics (Options.SourceTopics)")
+	}
+	if o.SlimTopic == "" {
+		add("no slim topic (Options.SlimTopic)")
+	}
+	if o.Commit.Interval <= 0 || o.Commit.MaxRecords <= 0 || o.Commit.MaxBytes <= 0 {
+		add("commit interval %s, max records %d and max bytes %d must each be above 0", o.Commit.Interval, o.Commit.MaxRecords, o.Commit.MaxBytes)
+	}
+	if len(o.StepNames) > 0 && len(o.StepNames) != len(o.Chain) {
+		add("%d step names for %d steps (Options.StepNames names each step of Options.Chain)", len(o.StepNames), len(o.Chain))
+	}
+	if o.ShutdownTimeout <= 0 {
+		add("shutdown timeout %s must be above 0", o.ShutdownTimeout)
+	}
+	for _, u := range o.Until {
+		if u.Offset < 0 {
+			add("the bounded run's end offset of %s is %d, below 0", u.Partition, u.Offset)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("engine options: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// New returns an engine that reads src and writes through session, or
+// every problem of its options.
+func New(opts Options, src Source, session Session) (*Engine, error) {
+	if err := opts.validate(src, session); err != nil {
+		return nil, err
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -134,7 +180,7 @@ func New(opts Options, src Source, session Session) *Engine {
 		e.intake.RetryTopics[t.Topic] = true
 	}
 	e.deadLetterTopic = rules.DeadLetterTopic
-	return e
+	return e, nil
 }
 
 // Engine is one instance of a pipeline's loop.

@@ -82,6 +82,16 @@ func (h *harness) untilEnd() {
 	}
 }
 
+// build makes the harness's engine from its options.
+func (h *harness) build() *Engine {
+	h.t.Helper()
+	eng, err := New(h.opts, h.src, h.ses)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return eng
+}
+
 // run runs the engine until it stops by itself (a bounded run or a failure),
 // or, with stop, until stop reports true.
 func (h *harness) run(stop func() bool) (Report, error) {
@@ -94,7 +104,7 @@ func (h *harness) run(stop func() bool) (Report, error) {
 	}
 	done := make(chan result, 1)
 	if h.eng == nil {
-		h.eng = New(h.opts, h.src, h.ses)
+		h.eng = h.build()
 	}
 	go func() {
 		rep, err := h.eng.Run(ctx)
@@ -554,5 +564,25 @@ func TestProgressLinesAndTheRunSummary(t *testing.T) {
 		if got := summary[0].ContextMap()[k]; got != want {
 			t.Errorf("run summary %s = %v, want %d", k, got, want)
 		}
+	}
+}
+
+// New refuses options it cannot run with, naming every problem at once,
+// instead of panicking in Run.
+func TestNewRefusesInvalidOptionsWithEveryProblem(t *testing.T) {
+	eng, err := New(Options{Commit: Commit{Interval: time.Second}, StepNames: []string{"a"},
+		Until: []Offset{{Partition{"raw", 0}, -1}}}, nil, nil)
+	if eng != nil || err == nil {
+		t.Fatalf("New with empty options: %v, %v", eng, err)
+	}
+	for _, want := range []string{"no source", "no session", "no failure policy", "no metrics", "no source topics", "no slim topic",
+		"max records 0", "1 step names for 0 steps", "shutdown timeout 0s", "end offset of raw[0] is -1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	h := newHarness(t, dlt.Rules{}, nil, Partition{"raw", 0})
+	if _, err := New(h.opts, h.src, h.ses); err != nil {
+		t.Errorf("the harness's options: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 		h.opts.Until = append(h.opts.Until, Offset{p, 40})
 	}
 	h.opts.SourcePartitions = map[string]int{"raw": 3}
-	h.eng = New(h.opts, h.src, h.ses)
+	h.eng = h.build()
 	var applied <-chan struct{}
 	var at map[Partition]int64 // the positions once the pause took effect
 	h.src.script[10] = func(*source) { applied = h.eng.Pause("store maintenance") }
@@ -92,7 +92,7 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 // the resume.
 func TestAPauseAskedBeforeTheRunConsumesNothingUntilTheResume(t *testing.T) {
 	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
-	h.eng = New(h.opts, h.src, h.ses)
+	h.eng = h.build()
 	h.eng.Pause("kept across a restart")
 	h.src.script[25] = func(s *source) {
 		if got := testutil.ToFloat64(h.m.RecordsIn); got != 0 {
@@ -118,7 +118,7 @@ func TestAPauseAskedBeforeTheRunConsumesNothingUntilTheResume(t *testing.T) {
 // channel closes only once it does.
 func TestAResumeAskedDuringAPauseIsNotLost(t *testing.T) {
 	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
-	h.eng = New(h.opts, h.src, h.ses)
+	h.eng = h.build()
 	var resumed <-chan struct{}
 	h.src.script[5] = func(*source) { h.eng.Pause("brief") }
 	// The pause is obeyed between polls 5 and 6; the resume comes in the
