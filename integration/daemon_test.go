@@ -130,7 +130,10 @@ func committedInLog(log string) int {
 	return total
 }
 
-// pipelineFile writes a one-pipeline config file.
+// pipelineFile writes a one-pipeline config file. Its transactional id is
+// its own (tests run in parallel, and the default, offloader-<name>-<host>,
+// would be shared by files that name their pipelines alike); an instance
+// started again from the file keeps it.
 func pipelineFile(t testing.TB, name, source, slim, group, storeYAML string, extra string) string {
 	t.Helper()
 	body := fmt.Sprintf(`
@@ -139,6 +142,7 @@ pipelines:
     kafka:
       bootstrap_servers: %q
       consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
+      transactional_id: %s
     source: {topics: [%s], group: %s}
     slim_topic: %s
     commit: {max_records: 200, interval: 50ms}
@@ -147,7 +151,7 @@ pipelines:
     transforms:
       - {type: offload, store: payloads, threshold: 64KiB}
     observability: {listen: "", log_format: console, log_level: info}
-%s`, name, bootstrap, source, group, slim, storeYAML, extra)
+%s`, name, bootstrap, uniqueName(t, "tx"), source, group, slim, storeYAML, extra)
 	path := filepath.Join(t.TempDir(), "pipelines.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ pipelines:
     kafka:
       bootstrap_servers: %q
       consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
+      transactional_id: %s
     source: {topics: [%s], group: %s}
     slim_topic: %s
     commit: {max_records: 50, interval: 50ms}
@@ -43,7 +44,7 @@ pipelines:
       - {type: offload, store: payloads, threshold: 64KiB}
     errors: {dead_letter_topic: %s}
     observability: {listen: "", log_format: console}
-`, bootstrap, raw, uniqueName(t, "g"), slim, root, dead))
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, root, dead))
 	return cfg, slim, root
 }
 
