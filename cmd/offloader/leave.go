@@ -29,7 +29,8 @@ before a restart or an upgrade.
 --if-scaled-in, for a Kubernetes preStop hook, asks first whether the pod is
 going away for good: it reads its StatefulSet through the Kubernetes API
 (with the pod's ServiceAccount; it needs get on statefulsets) and calls leave
-only when the pod's ordinal is at or past the replicas wanted. $POD_NAME names
+only when the pod's ordinal is at or past the replicas wanted, or the
+StatefulSet is deleted. $POD_NAME names
 the pod. It exits 0 when the pod comes back (nothing to do).
 ` + adminHelp,
 		run: func(c *cli, args []string) int {

@@ -91,6 +91,10 @@ func (p *Pod) ScaledIn(ctx context.Context) (bool, string, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusNotFound {
+		// Deleted: every pod of it goes away for good.
+		return true, fmt.Sprintf("statefulset %s is gone: pod %s does not come back", set, p.Name), nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return false, "", fmt.Errorf("reading statefulset %s: %s: %s (the ServiceAccount needs get on statefulsets: deploy/base/rbac.yaml)", set, resp.Status, strings.TrimSpace(string(body)))
 	}

@@ -41,6 +41,9 @@ func TestScaledInComparesTheOrdinalWithTheReplicasWanted(t *testing.T) {
 	if _, _, err := pod("orders-offloader-0", "wrong").ScaledIn(context.Background()); err == nil || !strings.Contains(err.Error(), "get on statefulsets") {
 		t.Errorf("a refused read: %v", err)
 	}
+	if got, why, err := pod("payments-offloader-1", "tok").ScaledIn(context.Background()); err != nil || !got || !strings.Contains(why, "is gone") {
+		t.Errorf("a deleted StatefulSet: scaled in %v (%s), %v; want true", got, why, err)
+	}
 	if _, _, err := pod("offloader", "tok").ScaledIn(context.Background()); err == nil || !strings.Contains(err.Error(), "<statefulset>-<ordinal>") {
 		t.Errorf("a pod name without an ordinal: %v", err)
 	}
