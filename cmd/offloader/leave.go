@@ -30,8 +30,8 @@ before a restart or an upgrade.
 going away for good: it reads its StatefulSet through the Kubernetes API
 (with the pod's ServiceAccount; it needs get on statefulsets) and calls leave
 only when the pod's ordinal is at or past the replicas wanted, or the
-StatefulSet is deleted. $POD_NAME names
-the pod. It exits 0 when the pod comes back (nothing to do).
+StatefulSet is deleted. $POD_NAME names the pod. It exits 0 when the pod
+comes back (nothing to do).
 ` + adminHelp,
 		run: func(c *cli, args []string) int {
 			fs := c.flags(find("leave"))
