@@ -12,6 +12,10 @@
 package config
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/offloader/offloader/settings"
@@ -36,8 +40,8 @@ type Pipeline struct {
 	// source partition's number, keeping per-partition order; the slim topic
 	// needs at least as many partitions) or key_hash (the producer's
 	// partitioner chooses by key).
-	Partitioning string `key:"partitioning"`
-	Commit       Commit `key:"commit"`
+	Partitioning Partitioning `key:"partitioning"`
+	Commit       Commit       `key:"commit"`
 	// Stores are the payload stores by name, the name pointers carry; each
 	// has a type and that type's settings (sections below).
 	Stores map[string]*Store `key:"stores"`
@@ -47,7 +51,7 @@ type Pipeline struct {
 	Errors     Errors  `key:"errors"`
 	// Limits is enforce (run refuses to start on misaligned size limits) or
 	// warn (it logs them and starts).
-	Limits string `key:"limits"`
+	Limits LimitsMode `key:"limits"`
 	// Memory bounds what the instance holds for records in flight.
 	Memory        Memory        `key:"memory"`
 	Observability Observability `key:"observability"`
@@ -71,26 +75,57 @@ type Memory struct {
 	MaxUploads int `key:"max_uploads"`
 }
 
+// Partitioning is where each record goes on the slim topic.
+type Partitioning string
+
 // Output partition choices.
 const (
 	// PartitioningPreserve writes each record to the slim topic partition with the
 	// same number as its source partition, keeping per-partition order.
-	PartitioningPreserve = "preserve"
+	PartitioningPreserve Partitioning = "preserve"
 	// PartitioningKeyHash lets the producer's partitioner pick by key.
-	PartitioningKeyHash = "key_hash"
+	PartitioningKeyHash Partitioning = "key_hash"
 )
+
+// Validate says what is wrong with p, if anything.
+func (p Partitioning) Validate() error { return oneOf(p, PartitioningPreserve, PartitioningKeyHash) }
+
+// LimitsMode is what run does with misaligned size limits at start-up.
+type LimitsMode string
 
 // What to do with misaligned size limits at start-up.
 const (
-	LimitsEnforce = "enforce"
-	LimitsWarn    = "warn"
+	LimitsEnforce LimitsMode = "enforce"
+	LimitsWarn    LimitsMode = "warn"
 )
+
+// Validate says what is wrong with m, if anything.
+func (m LimitsMode) Validate() error { return oneOf(m, LimitsEnforce, LimitsWarn) }
+
+// StoreOutage is what a payload store unavailable past the store budget does.
+type StoreOutage string
 
 // What to do when the payload store stays unavailable past the store budget.
 const (
-	OnStoreOutagePause      = "pause"
-	OnStoreOutageRetryTopic = "retry_topic"
+	OnStoreOutagePause      StoreOutage = "pause"
+	OnStoreOutageRetryTopic StoreOutage = "retry_topic"
 )
+
+// Validate says what is wrong with o, if anything.
+func (o StoreOutage) Validate() error { return oneOf(o, OnStoreOutagePause, OnStoreOutageRetryTopic) }
+
+// oneOf is nil when v is one of allowed, else the error that names them.
+func oneOf[T ~string](v T, allowed ...T) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = strconv.Quote(string(a))
+	}
+	list := strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+	return fmt.Errorf("must be %s, got %q", list, string(v))
+}
 
 // Kafka is the connection. Consumer and Producer pass librdkafka properties
 // through (security.protocol, sasl.*, ssl.*, fetch sizes, ...), except the few
@@ -217,11 +252,11 @@ type Errors struct {
 	// OnStoreOutage is what a store unavailable past the budget does: pause
 	// (the pipeline waits and retries, nothing is skipped) or retry_topic
 	// (the record goes to the retry topics).
-	OnStoreOutage string `key:"on_store_outage"`
+	OnStoreOutage StoreOutage `key:"on_store_outage"`
 	// Mode is how failed records are retried: non_blocking (through
 	// RetryTopics; later records pass) or blocking (in place, after each of
 	// RetryDelays; the partition waits, per-key order is kept).
-	Mode string `key:"mode"`
+	Mode RetryMode `key:"mode"`
 	// RetryTopics are the tiers of non-blocking retries, in order: a failed
 	// record goes to the next tier's topic and is retried after its delay.
 	RetryTopics []RetryTopic `key:"retry_topics"`
@@ -233,11 +268,17 @@ type Errors struct {
 	DeadLetterTopic string `key:"dead_letter_topic"`
 }
 
+// RetryMode is how failed records are retried.
+type RetryMode string
+
 // Retry modes.
 const (
-	ModeNonBlocking = "non_blocking"
-	ModeBlocking    = "blocking"
+	ModeNonBlocking RetryMode = "non_blocking"
+	ModeBlocking    RetryMode = "blocking"
 )
+
+// Validate says what is wrong with m, if anything.
+func (m RetryMode) Validate() error { return oneOf(m, ModeNonBlocking, ModeBlocking) }
 
 // RetryTopic is one tier of non-blocking retries.
 type RetryTopic struct {

@@ -48,15 +48,11 @@ func (p *Pipeline) validate(path string, problems *settings.Problems) {
 	p.validateKafka(path, problems)
 	p.validateTopics(path, problems)
 
-	switch p.Partitioning {
-	case PartitioningPreserve, PartitioningKeyHash:
-	default:
-		problems.Add(path+".partitioning", "must be %q or %q, got %q", PartitioningPreserve, PartitioningKeyHash, p.Partitioning)
+	if err := p.Partitioning.Validate(); err != nil {
+		problems.Add(path+".partitioning", "%v", err)
 	}
-	switch p.Limits {
-	case LimitsEnforce, LimitsWarn:
-	default:
-		problems.Add(path+".limits", "must be %q or %q, got %q", LimitsEnforce, LimitsWarn, p.Limits)
+	if err := p.Limits.Validate(); err != nil {
+		problems.Add(path+".limits", "%v", err)
 	}
 
 	if p.Commit.MaxRecords < 1 {
@@ -177,7 +173,7 @@ func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
 			problems.Add(path+".errors.on_store_outage", "%q needs at least one entry in errors.retry_topics", OnStoreOutageRetryTopic)
 		}
 	default:
-		problems.Add(path+".errors.on_store_outage", "must be %q or %q, got %q", OnStoreOutagePause, OnStoreOutageRetryTopic, e.OnStoreOutage)
+		problems.Add(path+".errors.on_store_outage", "%v", e.OnStoreOutage.Validate())
 	}
 	if e.StoreBudget < 100*time.Millisecond {
 		problems.Add(path+".errors.store_budget", "must be at least 100ms, got %s", e.StoreBudget)
@@ -208,7 +204,7 @@ func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
 			}
 		}
 	default:
-		problems.Add(path+".errors.mode", "must be %q or %q, got %q", ModeNonBlocking, ModeBlocking, e.Mode)
+		problems.Add(path+".errors.mode", "%v", e.Mode.Validate())
 	}
 }
 

@@ -18,15 +18,26 @@ import (
 	"github.com/offloader/offloader/stores"
 )
 
+// KeyMode is how the offload step names its objects.
+type KeyMode string
+
 // Object key modes of the offload step.
 const (
 	// KeyBySourceOffset names an object <prefix>/<topic>/<partition>/<offset>:
 	// re-running an aborted transaction overwrites the same object.
-	KeyBySourceOffset = "source_offset"
+	KeyBySourceOffset KeyMode = "source_offset"
 	// KeyByContentHash names an object <prefix>/sha256/<hex of the value>:
 	// equal values share one object.
-	KeyByContentHash = "content_hash"
+	KeyByContentHash KeyMode = "content_hash"
 )
+
+// Validate says what is wrong with m, if anything.
+func (m KeyMode) Validate() error {
+	if m == KeyBySourceOffset || m == KeyByContentHash {
+		return nil
+	}
+	return fmt.Errorf("must be %q or %q, got %q", KeyBySourceOffset, KeyByContentHash, string(m))
+}
 
 // AutoThresholdHeadroom is kept free under the slim topic's limit when the
 // threshold is "auto": room for headers that later steps and the dead-letter
@@ -65,7 +76,7 @@ type OffloadConfig struct {
 	// Prefix starts every object key; default: the pipeline's name.
 	Prefix string `key:"prefix"`
 	// KeyMode chooses object keys: "source_offset" or "content_hash".
-	KeyMode string `key:"key_mode"`
+	KeyMode KeyMode `key:"key_mode"`
 	// Compression compresses the stored bytes; the pointer's codec names it.
 	Compression string `key:"compression"`
 }
@@ -97,8 +108,8 @@ func (c *OffloadConfig) Validate(path string, problems *settings.Problems) {
 			problems.Add(path+".prefix", "%v", err)
 		}
 	}
-	if c.KeyMode != KeyBySourceOffset && c.KeyMode != KeyByContentHash {
-		problems.Add(path+".key_mode", "must be %q or %q, got %q", KeyBySourceOffset, KeyByContentHash, c.KeyMode)
+	if err := c.KeyMode.Validate(); err != nil {
+		problems.Add(path+".key_mode", "%v", err)
 	}
 	if c.Compression != codec.None && !codec.Known(c.Compression) {
 		problems.Add(path+".compression", "must be none, %s, got %q", strings.Join(codec.Names, ", "), c.Compression)
@@ -128,7 +139,7 @@ type Offload struct {
 	pipeline  string
 	writer    string
 	retry     stores.RetryPolicy
-	keyMode   string
+	keyMode   KeyMode
 	codec     string
 	// limit is the largest record the slim topic takes (0: unknown).
 	limit int
