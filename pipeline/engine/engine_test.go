@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -585,4 +586,24 @@ func TestNewRefusesInvalidOptionsWithEveryProblem(t *testing.T) {
 	if _, err := New(h.opts, h.src, h.ses); err != nil {
 		t.Errorf("the harness's options: %v", err)
 	}
+}
+
+// A partition given up takes its lag series with it: its next owner reports
+// it, and a sum over instances would count it twice.
+func TestARevokedPartitionsLagIsNoLongerReported(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
+	h.src.script[25] = func(s *source) {
+		for _, p := range []Partition{p0, p1} {
+			h.m.ConsumerLag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(5)
+		}
+		s.revoke(p1)
+		if n := testutil.CollectAndCount(h.m.ConsumerLag); n != 1 {
+			t.Errorf("%d lag series after %s was revoked, want 1 (%s's)", n, p1, p0)
+		}
+	}
+	h.src.script[45] = func(s *source) { s.assign(p1) }
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -163,5 +164,8 @@ func (e *Engine) forgetPartitions(parts []Partition) {
 		delete(e.committed, p)
 		delete(e.positions, p)
 		delete(e.lags, p)
+		// The lag of a partition given up is its next owner's to report:
+		// kept here, a sum over instances would count it twice.
+		e.m.ConsumerLag.DeleteLabelValues(p.Topic, strconv.Itoa(int(p.Partition)))
 	}
 }
