@@ -95,13 +95,8 @@ func SlimDigest(r *pipeline.Record, valueSHA *[32]byte) Digest {
 	return digestOf(r.Key, valueSHA, r.Headers, r.Timestamp.UnixMilli())
 }
 
-// Partition is a source partition of the check.
-type Partition struct {
-	Topic     string
-	Partition int32
-}
-
-func (p Partition) String() string { return p.Topic + "[" + strconv.Itoa(int(p.Partition)) + "]" }
+// Partition is a source partition of the check (pipeline's type).
+type Partition = pipeline.Partition
 
 type entry struct {
 	offset int64
@@ -134,7 +129,7 @@ func NewParity() *Parity {
 
 // AddSource adds a raw record of the range checked.
 func (p *Parity) AddSource(r *pipeline.Record) {
-	k := Partition{r.Topic, r.Partition}
+	k := Partition{Topic: r.Topic, Partition: r.Partition}
 	p.source[k] = append(p.source[k], entry{offset: r.Offset, digest: SourceDigest(r)})
 }
 
@@ -148,7 +143,7 @@ func (p *Parity) AddSlim(r *pipeline.Record, valueSHA *[32]byte) {
 		p.malformed++
 		return
 	}
-	k := Partition{topic, partition}
+	k := Partition{Topic: topic, Partition: partition}
 	p.slim[k] = append(p.slim[k], entry{offset: offset, digest: SlimDigest(r, valueSHA), slimPartition: r.Partition, slimOffset: r.Offset})
 }
 
@@ -162,7 +157,7 @@ func (p *Parity) AddBrokenSlim(r *pipeline.Record, why string) {
 		p.malformed++
 		return
 	}
-	k := Partition{topic, partition}
+	k := Partition{Topic: topic, Partition: partition}
 	p.slim[k] = append(p.slim[k], entry{offset: offset, broken: why, slimPartition: r.Partition, slimOffset: r.Offset})
 }
 
@@ -191,7 +186,7 @@ func deadLettered(r *pipeline.Record) (Partition, int64, bool) {
 	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil {
 		return Partition{}, 0, false
 	}
-	return Partition{string(t), int32(pn)}, on, true
+	return Partition{Topic: string(t), Partition: int32(pn)}, on, true
 }
 
 // AddDeadLetter adds a record of the dead-letter topic; one that names no

@@ -64,7 +64,7 @@ func check(src, slim, dead []*pipeline.Record, values [][]byte, broken ...map[in
 	for _, r := range dead {
 		p.AddDeadLetter(r)
 	}
-	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
+	res, _ := p.Check(map[Partition]Range{{Topic: "raw", Partition: 2}: {0, 10}})
 	return res[0]
 }
 
@@ -170,7 +170,7 @@ func TestParityNamesABrokenDeadLetteredPayload(t *testing.T) {
 		p.AddSlim(r, &sum)
 	}
 	p.AddBrokenDeadLetter(dead[0], "payload does not match the pointer")
-	res, _ := p.Check(map[Partition]Range{{"raw", 2}: {0, 10}})
+	res, _ := p.Check(map[Partition]Range{{Topic: "raw", Partition: 2}: {0, 10}})
 	if res[0].OK() || res[0].Problem != "offset 7: payload does not match the pointer" || res[0].DeadLettered != 1 {
 		t.Errorf("got %+v", res[0])
 	}

@@ -11,7 +11,7 @@ func preserved() *Index {
 		if o == 5 {
 			continue
 		}
-		x.Add(0, slim, Partition{"raw", 0}, o)
+		x.Add(0, slim, Partition{Topic: "raw", Partition: 0}, o)
 		slim += 2
 	}
 	return x
@@ -19,7 +19,7 @@ func preserved() *Index {
 
 func TestTranslateFindsTheNextRecord(t *testing.T) {
 	x := preserved()
-	raw0 := Partition{"raw", 0}
+	raw0 := Partition{Topic: "raw", Partition: 0}
 	for _, tc := range []struct {
 		committed int64
 		offset    int64
@@ -47,7 +47,7 @@ func TestTranslateFindsTheNextRecord(t *testing.T) {
 // at the first record it had not read, and the plan counts what it reads again.
 func TestTranslateCountsRereadsOfMixedPartitions(t *testing.T) {
 	x := NewIndex()
-	a, b := Partition{"raw", 0}, Partition{"raw", 1}
+	a, b := Partition{Topic: "raw", Partition: 0}, Partition{Topic: "raw", Partition: 1}
 	x.Add(0, 0, a, 0)
 	x.Add(0, 1, b, 0)
 	x.Add(0, 2, a, 1)

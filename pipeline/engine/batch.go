@@ -52,7 +52,7 @@ func (b *batch) begin(ctx context.Context, now time.Time, chain pipeline.Chain, 
 // note counts rec in the batch and keeps its offset if it is the first of
 // its partition.
 func (b *batch) note(rec *pipeline.Record) {
-	b.add(Offset{Partition{rec.Topic, rec.Partition}, rec.Offset}, len(rec.Key)+len(rec.Value))
+	b.add(Offset{Partition: Partition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset}, len(rec.Key)+len(rec.Value))
 }
 
 func (b *batch) add(at Offset, size int) {
@@ -83,8 +83,8 @@ func (b *batch) split(now time.Time) (done share, rest []Offset) {
 	for _, en := range b.queue[:b.handed] {
 		p := parts[en.part]
 		if at[en.part] == 0 {
-			done.start = append(done.start, Offset{p, en.offset})
-			done.upTo = append(done.upTo, Offset{p, en.offset + 1})
+			done.start = append(done.start, Offset{Partition: p, Offset: en.offset})
+			done.upTo = append(done.upTo, Offset{Partition: p, Offset: en.offset + 1})
 			at[en.part] = len(done.start)
 		}
 		done.upTo[at[en.part]-1].Offset = en.offset + 1
@@ -98,7 +98,7 @@ func (b *batch) split(now time.Time) (done share, rest []Offset) {
 	}
 	b.start = now
 	for _, en := range tail {
-		b.add(Offset{parts[en.part], en.offset}, en.size)
+		b.add(Offset{Partition: parts[en.part], Offset: en.offset}, en.size)
 	}
 	return done, slices.Clone(b.firsts)
 }

@@ -267,7 +267,7 @@ func (e *Engine) pollOnce() error {
 			return err
 		}
 	}
-	if end, ok := e.until[Partition{rec.Topic, rec.Partition}]; ok && rec.Offset >= end {
+	if end, ok := e.until[Partition{Topic: rec.Topic, Partition: rec.Partition}]; ok && rec.Offset >= end {
 		return e.stopAtEnd(rec)
 	}
 	if e.batch.len == 0 {
@@ -285,7 +285,7 @@ func (e *Engine) pollOnce() error {
 // countIn counts rec as consumed: each source offset once in this
 // process, whatever sent it back to be read again.
 func (e *Engine) countIn(rec *pipeline.Record) {
-	p := Partition{rec.Topic, rec.Partition}
+	p := Partition{Topic: rec.Topic, Partition: rec.Partition}
 	if next, ok := e.counted[p]; ok && rec.Offset < next {
 		e.m.RecordsReread.Inc()
 		return
@@ -394,7 +394,7 @@ func (e *Engine) settleIdle(ctx context.Context) error {
 // in a bounded run, and seeks back to it: the run commits exactly up to the
 // end, and whoever reads the partition next starts at rec.
 func (e *Engine) stopAtEnd(rec *pipeline.Record) error {
-	at := Offset{Partition{rec.Topic, rec.Partition}, rec.Offset}
+	at := Offset{Partition: Partition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset}
 	if err := e.src.Pause([]Partition{at.Partition}); err != nil {
 		return fmt.Errorf("%w: pausing %s at its end offset: %w", ErrFatal, at.Partition, err)
 	}

@@ -23,9 +23,9 @@ import (
 )
 
 var (
-	p0   = Partition{"raw", 0}
-	p1   = Partition{"raw", 1}
-	p2   = Partition{"raw", 2}
+	p0   = Partition{Topic: "raw", Partition: 0}
+	p1   = Partition{Topic: "raw", Partition: 1}
+	p2   = Partition{Topic: "raw", Partition: 2}
 	slim = "slim"
 )
 
@@ -78,7 +78,7 @@ func filled(t *testing.T, rules dlt.Rules, chain pipeline.Chain, n int, parts ..
 func (h *harness) untilEnd() {
 	for _, p := range h.src.initial {
 		if p.Topic == "raw" {
-			h.opts.Until = append(h.opts.Until, Offset{p, int64(len(h.b.log(p)))})
+			h.opts.Until = append(h.opts.Until, Offset{Partition: p, Offset: int64(len(h.b.log(p)))})
 		}
 	}
 }
@@ -153,7 +153,7 @@ func (h *harness) midBatch(from int, step func(s *source)) {
 func (h *harness) exactlyOnce(want map[Partition]int) {
 	h.t.Helper()
 	for p, n := range want {
-		in, out := h.b.log(p), h.b.log(Partition{slim, p.Partition})
+		in, out := h.b.log(p), h.b.log(Partition{Topic: slim, Partition: p.Partition})
 		if len(out) != n {
 			h.t.Errorf("slim partition %d holds %d records, want %d", p.Partition, len(out), n)
 		}
@@ -215,16 +215,16 @@ func TestOutputsNameTheirSourceRecord(t *testing.T) {
 	if _, err := h.run(nil); err != nil {
 		t.Fatal(err)
 	}
-	if n0, n1 := len(h.b.log(Partition{slim, 0})), len(h.b.log(Partition{slim, 1})); n0 != 3 || n1 != 2 {
+	if n0, n1 := len(h.b.log(Partition{Topic: slim, Partition: 0})), len(h.b.log(Partition{Topic: slim, Partition: 1})); n0 != 3 || n1 != 2 {
 		t.Fatalf("the slim partitions hold %d and %d records, want 3 and 2", n0, n1)
 	}
-	for _, out := range h.b.log(Partition{slim, 0}) {
+	for _, out := range h.b.log(Partition{Topic: slim, Partition: 0}) {
 		v, _ := out.Header(pointer.HeaderSource)
 		if want := "raw/0/" + strings.TrimPrefix(string(out.Key), "key-"); string(v) != want {
 			t.Errorf("output %q names %q, want %q", out.Value, v, want)
 		}
 	}
-	for _, out := range h.b.log(Partition{slim, 1}) {
+	for _, out := range h.b.log(Partition{Topic: slim, Partition: 1}) {
 		n := 0
 		for _, hd := range out.Headers {
 			if hd.Key == pointer.HeaderSource {
@@ -363,8 +363,8 @@ func TestTheFifthAbortInARowStops(t *testing.T) {
 	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "the same batch aborted 5 times in a row, last: coordinator load in progress") {
 		t.Fatalf("got %v, want the fifth abort to stop", err)
 	}
-	if h.ses.commits != 5 || len(h.b.log(Partition{slim, 0})) != 0 || len(h.b.committed) != 0 {
-		t.Errorf("%d commits, %d records out, committed %v; want 5 attempts and nothing written", h.ses.commits, len(h.b.log(Partition{slim, 0})), h.b.committed)
+	if h.ses.commits != 5 || len(h.b.log(Partition{Topic: slim, Partition: 0})) != 0 || len(h.b.committed) != 0 {
+		t.Errorf("%d commits, %d records out, committed %v; want 5 attempts and nothing written", h.ses.commits, len(h.b.log(Partition{Topic: slim, Partition: 0})), h.b.committed)
 	}
 	// 1s, 2s, 4s and 8s between the attempts.
 	if waited := h.clock.Now().Sub(began); waited < 15*time.Second {
@@ -470,7 +470,7 @@ func TestAFatalSessionErrorStops(t *testing.T) {
 	}
 	// The first transaction committed, with its offsets (at most
 	// commit.max_records, 7, of them); the second was fenced.
-	if got, out := h.b.committed[p0], len(h.b.log(Partition{slim, 0})); got == 0 || got > 7 || got != int64(out) {
+	if got, out := h.b.committed[p0], len(h.b.log(Partition{Topic: slim, Partition: 0})); got == 0 || got > 7 || got != int64(out) {
 		t.Errorf("committed up to %d with %d records in the slim topic, want the first transaction's 1-7 records, each once", got, out)
 	}
 }
@@ -508,7 +508,7 @@ func (pointers) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Record, 
 func TestTheMetricsCountCommittedRecords(t *testing.T) {
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{pointers{}}, p0)
 	h.b.write(p0, 20) // values raw[0]-0 to raw[0]-9 are 8 bytes, the rest 9
-	h.opts.Until = []Offset{{p0, 20}}
+	h.opts.Until = []Offset{{Partition: p0, Offset: 20}}
 	if _, err := h.run(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestProgressLinesAndTheRunSummary(t *testing.T) {
 // instead of panicking in Run.
 func TestNewRefusesInvalidOptionsWithEveryProblem(t *testing.T) {
 	eng, err := New(Options{Commit: Commit{Interval: time.Second}, StepNames: []string{"a"},
-		Until: []Offset{{Partition{"raw", 0}, -1}}}, nil, nil)
+		Until: []Offset{{Partition: Partition{Topic: "raw", Partition: 0}, Offset: -1}}}, nil, nil)
 	if eng != nil || err == nil {
 		t.Fatalf("New with empty options: %v, %v", eng, err)
 	}
@@ -582,7 +582,7 @@ func TestNewRefusesInvalidOptionsWithEveryProblem(t *testing.T) {
 			t.Errorf("the error lacks %q:\n%v", want, err)
 		}
 	}
-	h := newHarness(t, dlt.Rules{}, nil, Partition{"raw", 0})
+	h := newHarness(t, dlt.Rules{}, nil, Partition{Topic: "raw", Partition: 0})
 	if _, err := New(h.opts, h.src, h.ses); err != nil {
 		t.Errorf("the harness's options: %v", err)
 	}

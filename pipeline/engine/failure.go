@@ -17,7 +17,7 @@ import (
 // This file executes the failure policy's decisions (dlt.Policy.Decide).
 
 func offsetOf(r *pipeline.Record) Offset {
-	return Offset{Partition{r.Topic, r.Partition}, r.Offset}
+	return Offset{Partition: Partition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 }
 
 // decide asks the policy about rec's failure err.
@@ -280,7 +280,7 @@ func (e *Engine) rewind(also []Offset) error {
 	}
 	offsets := make([]Offset, 0, len(to))
 	for p, o := range to {
-		offsets = append(offsets, Offset{p, o})
+		offsets = append(offsets, Offset{Partition: p, Offset: o})
 	}
 	if err := e.src.Seek(offsets); err != nil {
 		return fmt.Errorf("%w: rewinding to the batch start: %w", ErrFatal, err)

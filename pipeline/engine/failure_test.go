@@ -20,8 +20,8 @@ import (
 )
 
 var (
-	retry1 = Partition{"raw.retry-1", 0}
-	dead   = Partition{"raw.dlt", 0}
+	retry1 = Partition{Topic: "raw.retry-1", Partition: 0}
+	dead   = Partition{Topic: "raw.dlt", Partition: 0}
 )
 
 func header(r *pipeline.Record, key string) string {
@@ -51,7 +51,7 @@ func TestARetryHoldReleasesAtItsDueTime(t *testing.T) {
 			retriedAt = h.clock.Now()
 		}
 	}
-	_, err := h.run(func() bool { return len(h.b.log(Partition{slim, 0})) == 20 })
+	_, err := h.run(func() bool { return len(h.b.log(Partition{Topic: slim, Partition: 0})) == 20 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestARetryHoldReleasesAtItsDueTime(t *testing.T) {
 	if late := retriedAt.Sub(time.UnixMilli(due)); late > time.Second {
 		t.Errorf("retried %s after its due time, want within the poll timeout", late)
 	}
-	out := h.b.log(Partition{slim, 0})
+	out := h.b.log(Partition{Topic: slim, Partition: 0})
 	if v := values(out); len(v) != 20 || v["raw[0]-3"] != 1 {
 		t.Errorf("slim topic holds %d distinct values (raw[0]-3 %d times), want all 20 once", len(v), v["raw[0]-3"])
 	}
@@ -153,7 +153,7 @@ func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
 	if got := testutil.ToFloat64(h.m.DeadLettered.WithLabelValues(string(dlt.Transform))); got != 1 {
 		t.Errorf("dead_lettered_records_total{class=transform} %v, want 1", got)
 	}
-	out := h.b.log(Partition{slim, 0})
+	out := h.b.log(Partition{Topic: slim, Partition: 0})
 	if len(out) != 19 || h.b.committed[p0] != 20 {
 		t.Errorf("slim topic holds %d records, committed %d; want 19 and 20", len(out), h.b.committed[p0])
 	}
@@ -239,8 +239,8 @@ func TestAFailedRecordTheDeadLetterTopicCannotHoldIsStoredWhole(t *testing.T) {
 	if len(off.applied) != 0 || len(off.stored) != 1 || !bytes.Equal(off.stored[0].Key, fat) {
 		t.Errorf("%d values offloaded, %d records stored whole; want 0 and the failed one", len(off.applied), len(off.stored))
 	}
-	if len(h.b.log(Partition{slim, 0})) != 4 {
-		t.Errorf("slim topic holds %d records, want 4", len(h.b.log(Partition{slim, 0})))
+	if len(h.b.log(Partition{Topic: slim, Partition: 0})) != 4 {
+		t.Errorf("slim topic holds %d records, want 4", len(h.b.log(Partition{Topic: slim, Partition: 0})))
 	}
 }
 
@@ -287,12 +287,12 @@ func TestForgedRetryHeadersAreStrippedOrDeadLettered(t *testing.T) {
 	h.b.mu.Lock()
 	h.b.logs[p0][1].Headers = []pipeline.Header{{Key: dlt.HeaderRetryDue, Value: []byte("99999999999999")}}
 	h.b.mu.Unlock()
-	h.opts.Until = []Offset{{p0, 5}, {retry1, 1}}
+	h.opts.Until = []Offset{{Partition: p0, Offset: 5}, {Partition: retry1, Offset: 1}}
 	if _, err := h.run(nil); err != nil {
 		t.Fatal(err)
 	}
 	h.exactlyOnce(map[Partition]int{p0: 5})
-	if _, ok := h.b.log(Partition{slim, 0})[1].Header(dlt.HeaderRetryDue); ok {
+	if _, ok := h.b.log(Partition{Topic: slim, Partition: 0})[1].Header(dlt.HeaderRetryDue); ok {
 		t.Error("the source record kept its forged retry header")
 	}
 	if got := testutil.ToFloat64(h.m.ReservedHeaders); got != 1 {
@@ -373,10 +373,10 @@ func TestAStoreOutageOnARetryRecordEndsWhenTheStoreAnswers(t *testing.T) {
 	rules := dlt.Rules{Tiers: []dlt.Tier{{Topic: retry1.Topic, Delay: time.Second}}, DeadLetterTopic: dead.Topic}
 	h := newHarness(t, rules, pipeline.Chain{f}, p0, retry1)
 	h.b.write(p0, 20)
-	if _, err := h.run(func() bool { return len(h.b.log(Partition{slim, 0})) == 20 }); err != nil {
+	if _, err := h.run(func() bool { return len(h.b.log(Partition{Topic: slim, Partition: 0})) == 20 }); err != nil {
 		t.Fatal(err)
 	}
-	if v := values(h.b.log(Partition{slim, 0})); len(v) != 20 || v["raw[0]-3"] != 1 {
+	if v := values(h.b.log(Partition{Topic: slim, Partition: 0})); len(v) != 20 || v["raw[0]-3"] != 1 {
 		t.Errorf("slim topic holds %d distinct values (raw[0]-3 %d times), want all 20 once", len(v), v["raw[0]-3"])
 	}
 	if f.seen != 4 {

@@ -198,7 +198,7 @@ func (s *source) Positions(parts []Partition) ([]Offset, error) {
 	var out []Offset
 	for _, p := range parts {
 		if at, ok := s.pos[p]; ok && !s.sought[p] {
-			out = append(out, Offset{p, at})
+			out = append(out, Offset{Partition: p, Offset: at})
 		}
 	}
 	return out, nil
@@ -210,7 +210,7 @@ func (s *source) Committed(parts []Partition) ([]Offset, error) {
 	var out []Offset
 	for _, p := range parts {
 		if at, ok := s.b.committed[p]; ok {
-			out = append(out, Offset{p, at})
+			out = append(out, Offset{Partition: p, Offset: at})
 		}
 	}
 	return out, nil
@@ -219,7 +219,7 @@ func (s *source) Committed(parts []Partition) ([]Offset, error) {
 func (s *source) HighWatermarks(parts []Partition) ([]Offset, error) {
 	var out []Offset
 	for _, p := range parts {
-		out = append(out, Offset{p, int64(len(s.b.log(p)))})
+		out = append(out, Offset{Partition: p, Offset: int64(len(s.b.log(p)))})
 	}
 	return out, nil
 }
@@ -296,7 +296,7 @@ func (s *session) Commit(_ context.Context, offsets []Offset) error {
 	if applied {
 		s.b.mu.Lock()
 		for _, r := range s.txn {
-			p := Partition{r.Topic, r.Partition}
+			p := Partition{Topic: r.Topic, Partition: r.Partition}
 			r.Offset = int64(len(s.b.logs[p]))
 			s.b.logs[p] = append(s.b.logs[p], r)
 		}

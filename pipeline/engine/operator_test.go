@@ -19,7 +19,7 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0, p1)
 	for _, p := range []Partition{p0, p1, p2} {
 		h.b.write(p, 40)
-		h.opts.Until = append(h.opts.Until, Offset{p, 40})
+		h.opts.Until = append(h.opts.Until, Offset{Partition: p, Offset: 40})
 	}
 	h.opts.SourcePartitions = map[string]int{"raw": 3}
 	h.eng = h.build()
@@ -49,7 +49,7 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 			t.Errorf("status while paused: %+v, paused %+v", st, st.Paused)
 		}
 		for _, ps := range st.Partitions {
-			if want := at[Partition{ps.Topic, ps.Partition}]; ps.Committed != want {
+			if want := at[Partition{Topic: ps.Topic, Partition: ps.Partition}]; ps.Committed != want {
 				t.Errorf("status shows %s/%d committed at %d, want %d", ps.Topic, ps.Partition, ps.Committed, want)
 			}
 		}
@@ -66,7 +66,7 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 				t.Errorf("%s moved from %d to position %d, committed %d, while paused", p, pos, s.pos[p], h.b.committedAt(p))
 			}
 		}
-		if n := len(h.b.log(Partition{slim, 2})); n != 0 {
+		if n := len(h.b.log(Partition{Topic: slim, Partition: 2})); n != 0 {
 			t.Errorf("%d records of %s produced while paused", n, p2)
 		}
 		applied = h.eng.Resume()

@@ -3,27 +3,17 @@ package engine
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/offloader/offloader/pipeline"
 )
 
-// Partition names one topic partition.
-type Partition struct {
-	Topic     string
-	Partition int32
-}
-
-func (p Partition) String() string { return p.Topic + "[" + strconv.Itoa(int(p.Partition)) + "]" }
-
-// Offset is a position in a partition: the offset of the next record to read.
-type Offset struct {
-	Partition
-	Offset int64
-}
-
-func (o Offset) String() string { return o.Partition.String() + "@" + strconv.FormatInt(o.Offset, 10) }
+// Partition and Offset are pipeline's: one type for every package that
+// names partitions and positions.
+type (
+	Partition = pipeline.Partition
+	Offset    = pipeline.Offset
+)
 
 // Source is the engine's consumer group member: a read_committed consumer
 // with manual offsets (they are committed through the Session).
