@@ -294,7 +294,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
-	group, session, err := kafkaedge.Connect(ctx, p, plan, logger, metrics)
+	group, session, err := kafkaedge.Connect(ctx, p, plan, logger, metrics.ReplacedProducers)
 	if err != nil {
 		return runResult{}, err
 	}

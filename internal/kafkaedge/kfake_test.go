@@ -48,7 +48,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			m := observability.NewMetrics("kfake")
-			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
+			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m.ReplacedProducers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,7 +339,7 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 		SlimTopic: "slim",
 	}
 	m := observability.NewMetrics(name)
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m.ReplacedProducers)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
-	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -31,10 +30,11 @@ const stuckGrace = 15 * time.Second
 // given up on: Abort then replaces the producer by a new one with the same
 // transactional.id, which fences the stuck one and aborts its transaction.
 type Session struct {
-	p        *config.Pipeline
-	plan     memory.Plan // the memory budget the producer's queue is sized from
-	log      *zap.Logger
-	m        *observability.Metrics
+	p    *config.Pipeline
+	plan memory.Plan // the memory budget the producer's queue is sized from
+	log  *zap.Logger
+	// replaced counts producers replaced (offloader_producers_replaced_total).
+	replaced Counter
 	group    *Group // whose consumer's group metadata goes into each commit
 	producer *kafka.Producer
 	// stuckGrace is the package's stuckGrace, shorter in tests.
@@ -46,14 +46,17 @@ type Session struct {
 	topic   *string        // the topic of the last Produce, reused while it stays the same
 }
 
+// Counter counts an event; a Prometheus counter is one.
+type Counter interface{ Inc() }
+
 // Connect creates the pipeline's consumer and transactional producer and
 // initialises transactions, which fences any earlier producer with the same
 // transactional.id and aborts its open transaction.
 //
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
-func Connect(ctx context.Context, p *config.Pipeline, plan memory.Plan, log *zap.Logger, m *observability.Metrics) (*Group, *Session, error) {
-	s := &Session{p: p, plan: plan, log: log, m: m, stuckGrace: stuckGrace}
+func Connect(ctx context.Context, p *config.Pipeline, plan memory.Plan, log *zap.Logger, replaced Counter) (*Group, *Session, error) {
+	s := &Session{p: p, plan: plan, log: log, replaced: replaced, stuckGrace: stuckGrace}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -185,7 +188,7 @@ func (s *Session) replaceStuck(ctx context.Context) error {
 // transactional.id. Initialising it fences the old one and aborts its open
 // transaction, as a restart of the instance would.
 func (s *Session) replaceProducer(ctx context.Context) error {
-	s.m.ReplacedProducers.Inc()
+	s.replaced.Inc()
 	p, err := s.newProducer(ctx)
 	if err != nil {
 		return err
