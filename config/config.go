@@ -155,17 +155,21 @@ type Source struct {
 	// offset for (its first run): earliest (the whole history; the default,
 	// also when empty), latest (only records written from then on) or an
 	// RFC 3339 time (the first record at or after it).
-	StartFrom string `key:"start_from"`
+	StartFrom StartFrom `key:"start_from"`
 }
+
+// StartFrom is where a new group starts: earliest, latest, or the first
+// record at or after an RFC 3339 time. Empty means earliest.
+type StartFrom string
 
 // Start positions of a new group.
 const (
-	StartEarliest = "earliest"
-	StartLatest   = "latest"
+	StartEarliest StartFrom = "earliest"
+	StartLatest   StartFrom = "latest"
 )
 
 // Start is StartFrom with its default filled in.
-func (s Source) Start() string {
+func (s Source) Start() StartFrom {
 	if s.StartFrom == "" {
 		return StartEarliest
 	}
@@ -173,9 +177,20 @@ func (s Source) Start() string {
 }
 
 // StartTime is StartFrom as a time, when it is one.
-func (s Source) StartTime() (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, s.StartFrom)
+func (s Source) StartTime() (time.Time, bool) { return s.StartFrom.Time() }
+
+// Time is s as a time, when it is one.
+func (s StartFrom) Time() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, string(s))
 	return t, err == nil
+}
+
+// Validate says what is wrong with s, if anything.
+func (s StartFrom) Validate() error {
+	if _, isTime := s.Time(); isTime || s == "" || s == StartEarliest || s == StartLatest {
+		return nil
+	}
+	return fmt.Errorf("must be %q, %q or an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", StartEarliest, StartLatest, string(s))
 }
 
 // Commit sets the transaction cadence: a batch is committed when it holds

@@ -28,3 +28,20 @@ func TestEnumsNameTheValuesTheyTake(t *testing.T) {
 		}
 	}
 }
+
+// start_from is earliest, latest or an RFC 3339 time, parsed in one place.
+func TestStartFromIsParsedOnce(t *testing.T) {
+	for s, ok := range map[config.StartFrom]bool{"": true, "earliest": true, "latest": true, "2026-12-01T09:00:00Z": true,
+		"yesterday": false, "2026-12-01 09:00": false} {
+		if err := s.Validate(); (err == nil) != ok {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	at, isTime := config.StartFrom("2026-12-01T09:00:00Z").Time()
+	if !isTime || at.Hour() != 9 {
+		t.Errorf("the time: %v %v", at, isTime)
+	}
+	if (config.Source{}).Start() != config.StartEarliest {
+		t.Errorf("the default is %q", (config.Source{}).Start())
+	}
+}

@@ -156,8 +156,8 @@ func (p *Pipeline) validateTopics(path string, problems *settings.Problems) {
 			problems.Add(topicPath, "%q is also %s: the pipeline would consume its own output", topic, other)
 		}
 	}
-	if _, isTime := p.Source.StartTime(); !isTime && p.Source.Start() != StartEarliest && p.Source.Start() != StartLatest {
-		problems.Add(path+".source.start_from", "must be %q, %q or an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", StartEarliest, StartLatest, p.Source.StartFrom)
+	if err := p.Source.StartFrom.Validate(); err != nil {
+		problems.Add(path+".source.start_from", "%v", err)
 	}
 	if p.Source.Topics != nil && len(p.Source.Topics) == 0 {
 		problems.Add(path+".source.topics", "required: name at least one topic")

@@ -105,10 +105,10 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 				return code
 			}
 			if *startFrom != "" {
-				if _, err := time.Parse(time.RFC3339, *startFrom); err != nil && *startFrom != config.StartEarliest && *startFrom != config.StartLatest {
-					return c.usageError(fs, "--start-from must be earliest, latest or an RFC 3339 time, got %q", *startFrom)
+				if err := config.StartFrom(*startFrom).Validate(); err != nil {
+					return c.usageError(fs, "--start-from %v", err)
 				}
-				p.Source.StartFrom = *startFrom
+				p.Source.StartFrom = config.StartFrom(*startFrom)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()

@@ -193,7 +193,7 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 		starts[fmt.Sprintf("%s[%d]", *tp.Topic, tp.Partition)] = fmt.Sprintf("offset %d, %d records to the end", from, high-from)
 	}
 	g.log.Info("the group has no committed offset for these partitions: starting as source.start_from says",
-		zap.String("start_from", start), zap.Int64("records", records), zap.Any("partitions", starts))
+		zap.String("start_from", string(start)), zap.Int64("records", records), zap.Any("partitions", starts))
 	for i := range tps {
 		for _, f := range fresh {
 			if f.Partition == tps[i].Partition && *f.Topic == *tps[i].Topic {
