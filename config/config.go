@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/settings"
 )
 
@@ -351,4 +352,18 @@ func defaults(name string) *Pipeline {
 			LogLevel:  "info",
 		},
 	}
+}
+
+// Rules are the failure policy's rules these settings make.
+func (e Errors) Rules() dlt.Rules {
+	r := dlt.Rules{
+		Blocking:           e.Mode == ModeBlocking,
+		Delays:             e.RetryDelays,
+		DeadLetterTopic:    e.DeadLetterTopic,
+		OutageToRetryTopic: e.OnStoreOutage == OnStoreOutageRetryTopic,
+	}
+	for _, t := range e.RetryTopics {
+		r.Tiers = append(r.Tiers, dlt.Tier{Topic: t.Topic, Delay: t.Delay})
+	}
+	return r
 }

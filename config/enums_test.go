@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/offloader/offloader/config"
 )
@@ -43,5 +44,19 @@ func TestStartFromIsParsedOnce(t *testing.T) {
 	}
 	if (config.Source{}).Start() != config.StartEarliest {
 		t.Errorf("the default is %q", (config.Source{}).Start())
+	}
+}
+
+// The errors: section becomes the failure policy's rules in config.
+func TestErrorsBecomeThePolicysRules(t *testing.T) {
+	e := config.Errors{Mode: config.ModeNonBlocking, OnStoreOutage: config.OnStoreOutageRetryTopic, DeadLetterTopic: "dlt",
+		RetryTopics: []config.RetryTopic{{Topic: "retry-1", Delay: time.Second}, {Topic: "retry-2", Delay: time.Minute}}}
+	r := e.Rules()
+	if r.Blocking || !r.OutageToRetryTopic || r.DeadLetterTopic != "dlt" || len(r.Tiers) != 2 || r.Tiers[1].Topic != "retry-2" || r.Tiers[1].Delay != time.Minute {
+		t.Errorf("rules %+v", r)
+	}
+	e = config.Errors{Mode: config.ModeBlocking, RetryDelays: []time.Duration{time.Second}, OnStoreOutage: config.OnStoreOutagePause}
+	if r := e.Rules(); !r.Blocking || r.OutageToRetryTopic || len(r.Delays) != 1 || len(r.Tiers) != 0 {
+		t.Errorf("blocking rules %+v", r)
 	}
 }

@@ -328,7 +328,7 @@ func runEngine(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o ru
 		Chain:              chain.Steps,
 		StepNames:          chain.Names,
 		Workers:            pipeline.Workers{Max: plan.MaxUploads, Bytes: plan.Uploads},
-		Policy:             dlt.NewPolicy(policyRules(p.Errors), time.Now),
+		Policy:             dlt.NewPolicy(p.Errors.Rules(), time.Now),
 		SlimLimit:          topology.SlimLimit(),
 		FailureLimits:      topology.FailureLimits(),
 		DeadLetterOffload:  offload,
@@ -424,20 +424,6 @@ func storeRetry(budget time.Duration, logger *zap.Logger, m *observability.Metri
 			m.SlowStoreCalls.Dec()
 			logger.Debug(store+": a slow store call gave up", fields...)
 		}
-	}
-	return r
-}
-
-// policyRules are the failure policy's rules from a pipeline's errors: section.
-func policyRules(e config.Errors) dlt.Rules {
-	r := dlt.Rules{
-		Blocking:           e.Mode == config.ModeBlocking,
-		Delays:             e.RetryDelays,
-		DeadLetterTopic:    e.DeadLetterTopic,
-		OutageToRetryTopic: e.OnStoreOutage == config.OnStoreOutageRetryTopic,
-	}
-	for _, t := range e.RetryTopics {
-		r.Tiers = append(r.Tiers, dlt.Tier{Topic: t.Topic, Delay: t.Delay})
 	}
 	return r
 }
