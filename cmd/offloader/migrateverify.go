@@ -89,8 +89,8 @@ func printParity(w io.Writer, results []migration.Result) (failed int) {
 	return failed
 }
 
-// checkParity reads the slim and dead-letter topics whole, then each source
-// partition over the range the group committed.
+// checkParity checks the parity of what the pipeline's group committed
+// (migration.Verify), reading the cluster through the Kafka edge.
 func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) ([]migration.Result, int, error) {
 	groups, err := kafkaedge.OpenGroups(p, logger)
 	if err != nil {
@@ -108,115 +108,42 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 	} else {
 		res = resolver.New(resolver.Options{}) // inline codecs only: no store is read
 	}
-	parity := migration.NewParity()
-	first := map[migration.Partition]int64{} // the lowest source offset the outputs name
-	note := func(k migration.Partition, o int64) {
-		if f, ok := first[k]; !ok || o < f {
-			first[k] = o
-		}
+	o := migration.VerifyOptions{Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
+		DeadLetterTopic: p.Errors.DeadLetterTopic, Latest: p.Source.Start() == config.StartLatest, Deep: deep,
+		Original: func(ctx context.Context, r *pipeline.Record, deep bool) (*[32]byte, error) {
+			return originalSHA(ctx, res, r, deep)
+		}}
+	if t, ok := p.Source.StartTime(); ok {
+		o.StartTime = t
 	}
-	err = readTopic(ctx, p, p.SlimTopic, nil, func(r *pipeline.Record) error {
-		sum, err := originalSHA(ctx, res, r, deep)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return err
-		case err != nil:
-			parity.AddBrokenSlim(r, fmt.Sprintf("the slim record %s[%d]@%d does not resolve: %v", r.Topic, r.Partition, r.Offset, err))
-		default:
-			parity.AddSlim(r, sum)
-		}
-		if v, ok := r.Header(pointer.HeaderSource); ok {
-			if t, part, o, err := pointer.ParseSource(v); err == nil {
-				note(migration.Partition{Topic: t, Partition: part}, o)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	if d := p.Errors.DeadLetterTopic; d != "" {
-		n, err := groups.Partitions(d)
-		if err != nil {
-			return nil, 0, err
-		}
-		if n > 0 {
-			err := readTopic(ctx, p, d, nil, func(r *pipeline.Record) error {
-				// --deep: a dead-lettered payload (a value offloaded, or the
-				// record kept whole) is the only copy once the fat topic is
-				// gone; it must resolve as well.
-				if deep && pointer.IsPointer(r.Header) {
-					if _, err := originalSHA(ctx, res, r, true); err != nil {
-						if ctx.Err() != nil {
-							return err
-						}
-						parity.AddBrokenDeadLetter(r, fmt.Sprintf("the dead-letter record %s[%d]@%d does not resolve: %v", r.Topic, r.Partition, r.Offset, err))
-						return nil
-					}
-				}
-				parity.AddDeadLetter(r)
-				return nil
-			})
-			if err != nil {
-				return nil, 0, err
-			}
-		}
-	}
-	ranges := map[migration.Partition]migration.Range{}
-	for _, topic := range p.Source.Topics {
-		n, err := groups.Partitions(topic)
-		if err != nil {
-			return nil, 0, err
-		}
-		committed, err := groups.Committed(ctx, p.Source.Group, topic, n)
-		if err != nil {
-			return nil, 0, err
-		}
-		low, _, err := groups.Watermarks(ctx, topic, n)
-		if err != nil {
-			return nil, 0, err
-		}
-		// Where the group started: the first record still in the topic
-		// (start_from: earliest), the first at the start time, or (latest:
-		// unknown here) the first the outputs name.
-		start := low
-		if t, ok := p.Source.StartTime(); ok {
-			if start, err = groups.OffsetsAt(ctx, topic, n, t); err != nil {
-				return nil, 0, err
-			}
-		}
-		until := map[int32]int64{}
-		for part := range int32(n) {
-			k := migration.Partition{Topic: topic, Partition: part}
-			to, ok := committed[part]
-			if !ok {
-				continue // the group never committed here: nothing to check
-			}
-			from := max(start[part], low[part])
-			if p.Source.Start() == config.StartLatest {
-				from = to
-				if f, seen := first[k]; seen {
-					from = max(f, low[part])
-				}
-			}
-			ranges[k] = migration.Range{From: from, To: to}
-			until[part] = to
-		}
-		if len(until) == 0 {
-			continue
-		}
-		err = readTopic(ctx, p, topic, until, func(r *pipeline.Record) error {
-			if rg, ok := ranges[migration.Partition{Topic: r.Topic, Partition: r.Partition}]; ok && r.Offset >= rg.From {
-				parity.AddSource(r)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-	}
-	results, malformed := parity.Check(ranges)
-	return results, malformed, nil
+	return migration.Verify(ctx, clusterLog{groups: groups, p: p}, o)
+}
+
+// clusterLog is migration.Log over the Kafka edge.
+type clusterLog struct {
+	groups *kafkaedge.Groups
+	p      *config.Pipeline
+}
+
+func (l clusterLog) Partitions(_ context.Context, topic string) (int, error) {
+	return l.groups.Partitions(topic)
+}
+
+func (l clusterLog) Starts(ctx context.Context, topic string, partitions int) (map[int32]int64, error) {
+	low, _, err := l.groups.Watermarks(ctx, topic, partitions)
+	return low, err
+}
+
+func (l clusterLog) StartsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error) {
+	return l.groups.OffsetsAt(ctx, topic, partitions, t)
+}
+
+func (l clusterLog) Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error) {
+	return l.groups.Committed(ctx, group, topic, partitions)
+}
+
+func (l clusterLog) Read(ctx context.Context, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
+	return readTopic(ctx, l.p, topic, until, each)
 }
 
 // originalSHA is the SHA-256 of a slim record's original value: a pointer's
