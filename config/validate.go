@@ -259,16 +259,27 @@ func msProperty(props map[string]string, name string, def time.Duration, path st
 	return time.Duration(ms) * time.Millisecond
 }
 
+// CheckListen says what is wrong with a listener address (observability.listen,
+// run --listen), if anything.
+func CheckListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port such as 127.0.0.1:9464 (empty disables the listener)", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
 // minAdminToken is the shortest observability.admin_token taken.
 const minAdminToken = 16
 
 func (p *Pipeline) validateObservability(path string, problems *settings.Problems) {
 	o := p.Observability
 	if o.Listen != "" {
-		if _, port, err := net.SplitHostPort(o.Listen); err != nil {
-			problems.Add(path+".observability.listen", "%q is not host:port such as 127.0.0.1:9464 (empty disables the listener)", o.Listen)
-		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			problems.Add(path+".observability.listen", "port %q is not a number from 0 to 65535", port)
+		if err := CheckListen(o.Listen); err != nil {
+			problems.Add(path+".observability.listen", "%v", err)
 		}
 	}
 	if o.AdminToken != "" && len(o.AdminToken) < minAdminToken {

@@ -238,3 +238,13 @@ pipelines:
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
+
+// run --listen is checked as observability.listen is, before anything starts.
+func TestRunRefusesABadListenAddress(t *testing.T) {
+	for addr, want := range map[string]string{"9464": `"9464" is not host:port`, "0.0.0.0:99999": `port "99999" is not a number from 0 to 65535`} {
+		code, _, errOut := runCLI(nil, "run", "-c", "../../configs/local-filesystem.yaml", "--listen", addr)
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("--listen %s: exit %d, %q; want 2 saying %s", addr, code, errOut, want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -109,8 +108,8 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 				return code
 			}
 			if *listen != "" {
-				if _, _, err := net.SplitHostPort(*listen); err != nil {
-					return c.usageError(fs, "--listen %q: %v (give host:port, such as 0.0.0.0:9464)", *listen, err)
+				if err := config.CheckListen(*listen); err != nil {
+					return c.usageError(fs, "--listen %v", err)
 				}
 			}
 			p, code, ok := c.loadPipeline(fs.Name(), src)
