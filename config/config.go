@@ -13,9 +13,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/offloader/offloader/dlt"
@@ -89,7 +86,7 @@ const (
 )
 
 // Validate says what is wrong with p, if anything.
-func (p Partitioning) Validate() error { return oneOf(p, PartitioningPreserve, PartitioningKeyHash) }
+func (p Partitioning) Validate() error { return settings.OneOf(p, PartitioningPreserve, PartitioningKeyHash) }
 
 // LimitsMode is what run does with misaligned size limits at start-up.
 type LimitsMode string
@@ -101,7 +98,7 @@ const (
 )
 
 // Validate says what is wrong with m, if anything.
-func (m LimitsMode) Validate() error { return oneOf(m, LimitsEnforce, LimitsWarn) }
+func (m LimitsMode) Validate() error { return settings.OneOf(m, LimitsEnforce, LimitsWarn) }
 
 // StoreOutage is what a payload store unavailable past the store budget does.
 type StoreOutage string
@@ -113,20 +110,7 @@ const (
 )
 
 // Validate says what is wrong with o, if anything.
-func (o StoreOutage) Validate() error { return oneOf(o, OnStoreOutagePause, OnStoreOutageRetryTopic) }
-
-// oneOf is nil when v is one of allowed, else the error that names them.
-func oneOf[T ~string](v T, allowed ...T) error {
-	if slices.Contains(allowed, v) {
-		return nil
-	}
-	quoted := make([]string, len(allowed))
-	for i, a := range allowed {
-		quoted[i] = strconv.Quote(string(a))
-	}
-	list := strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
-	return fmt.Errorf("must be %s, got %q", list, string(v))
-}
+func (o StoreOutage) Validate() error { return settings.OneOf(o, OnStoreOutagePause, OnStoreOutageRetryTopic) }
 
 // Kafka is the connection. Consumer and Producer pass librdkafka properties
 // through (security.protocol, sasl.*, ssl.*, fetch sizes, ...), except the few
@@ -294,7 +278,7 @@ const (
 )
 
 // Validate says what is wrong with m, if anything.
-func (m RetryMode) Validate() error { return oneOf(m, ModeNonBlocking, ModeBlocking) }
+func (m RetryMode) Validate() error { return settings.OneOf(m, ModeNonBlocking, ModeBlocking) }
 
 // RetryTopic is one tier of non-blocking retries.
 type RetryTopic struct {

@@ -32,12 +32,7 @@ const (
 )
 
 // Validate says what is wrong with m, if anything.
-func (m KeyMode) Validate() error {
-	if m == KeyBySourceOffset || m == KeyByContentHash {
-		return nil
-	}
-	return fmt.Errorf("must be %q or %q, got %q", KeyBySourceOffset, KeyByContentHash, string(m))
-}
+func (m KeyMode) Validate() error { return settings.OneOf(m, KeyBySourceOffset, KeyByContentHash) }
 
 // AutoThresholdHeadroom is kept free under the slim topic's limit when the
 // threshold is "auto": room for headers that later steps and the dead-letter
