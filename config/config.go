@@ -86,7 +86,9 @@ const (
 )
 
 // Validate says what is wrong with p, if anything.
-func (p Partitioning) Validate() error { return settings.OneOf(p, PartitioningPreserve, PartitioningKeyHash) }
+func (p Partitioning) Validate() error {
+	return settings.OneOf(p, PartitioningPreserve, PartitioningKeyHash)
+}
 
 // LimitsMode is what run does with misaligned size limits at start-up.
 type LimitsMode string
@@ -110,7 +112,9 @@ const (
 )
 
 // Validate says what is wrong with o, if anything.
-func (o StoreOutage) Validate() error { return settings.OneOf(o, OnStoreOutagePause, OnStoreOutageRetryTopic) }
+func (o StoreOutage) Validate() error {
+	return settings.OneOf(o, OnStoreOutagePause, OnStoreOutageRetryTopic)
+}
 
 // Kafka is the connection. Consumer and Producer pass librdkafka properties
 // through (security.protocol, sasl.*, ssl.*, fetch sizes, ...), except the few
