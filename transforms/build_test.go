@@ -6,23 +6,8 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
 )
-
-// decoded is a step's config decoded from YAML-shaped settings.
-func decoded(t *testing.T, typ string, raw map[string]any) any {
-	t.Helper()
-	k, ok := Kinds.Lookup(typ)
-	if !ok {
-		t.Fatalf("no transform %q", typ)
-	}
-	cfg := k.NewConfig()
-	if problems := settings.Decode("step", raw, cfg); len(problems) > 0 {
-		t.Fatalf("%s: %v", typ, problems)
-	}
-	return cfg
-}
 
 // Build names each step, gates the ones with an if:, builds the first
 // offload step again at the dead-letter topic's limit, and says where it
@@ -30,10 +15,10 @@ func decoded(t *testing.T, typ string, raw map[string]any) any {
 func TestBuildAssemblesTheChain(t *testing.T) {
 	deps := Deps{Pipeline: "p", Stores: map[string]stores.Store{"mem": &memStore{objects: map[string][]byte{}}},
 		StoreRetry: stores.DefaultRetryPolicy(time.Second), SlimTopicLimit: 1000000}
-	hasHeader := decodedPredicate(t, "has_header", map[string]any{"name": "skip"})
+	hasHeader := predicateConfig(t, "has_header", map[string]any{"name": "skip"})
 	steps := []Step{
-		{Type: "filter", Config: decoded(t, "filter", nil), If: &Condition{Type: "has_header", Config: hasHeader}},
-		{Type: "offload", Config: decoded(t, "offload", map[string]any{"store": "mem", "threshold": "auto"})},
+		{Type: "filter", Config: stepConfig(t, "filter", nil), If: &Condition{Type: "has_header", Config: hasHeader}},
+		{Type: "offload", Config: stepConfig(t, "offload", map[string]any{"store": "mem", "threshold": "auto"})},
 	}
 	c, err := Build(steps, deps, 2000000, "the producer's message.max.bytes (1000000)")
 	if err != nil {
@@ -63,21 +48,8 @@ func TestBuildAssemblesTheChain(t *testing.T) {
 	if c, err := Build(steps[:1], deps, 0, ""); err != nil || c.Threshold != "none (no offload step)" {
 		t.Errorf("without an offload step: %+v, %v", c, err)
 	}
-	bad := []Step{{Type: "offload", Config: decoded(t, "offload", map[string]any{"store": "elsewhere", "threshold": "auto"})}}
+	bad := []Step{{Type: "offload", Config: stepConfig(t, "offload", map[string]any{"store": "elsewhere", "threshold": "auto"})}}
 	if _, err := Build(bad, deps, 0, ""); err == nil || !strings.Contains(err.Error(), "transforms[0] (offload)") {
 		t.Errorf("a step naming a store that is not open: %v", err)
 	}
-}
-
-func decodedPredicate(t *testing.T, typ string, raw map[string]any) any {
-	t.Helper()
-	k, ok := Predicates.Lookup(typ)
-	if !ok {
-		t.Fatalf("no predicate %q", typ)
-	}
-	cfg := k.NewConfig()
-	if problems := settings.Decode("if", raw, cfg); len(problems) > 0 {
-		t.Fatalf("%s: %v", typ, problems)
-	}
-	return cfg
 }

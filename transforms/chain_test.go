@@ -22,6 +22,16 @@ import (
 // file would configure it; bad settings fail the test with their problems.
 func step(t *testing.T, typ string, raw map[string]any, deps Deps) pipeline.Transform {
 	t.Helper()
+	tr, err := New(typ, stepConfig(t, typ, raw), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// stepConfig is a transform's config decoded from YAML-shaped settings.
+func stepConfig(t *testing.T, typ string, raw map[string]any) any {
+	t.Helper()
 	k, ok := Kinds.Lookup(typ)
 	if !ok {
 		t.Fatalf("no transform %q", typ)
@@ -30,14 +40,20 @@ func step(t *testing.T, typ string, raw map[string]any, deps Deps) pipeline.Tran
 	if problems := settings.Decode("step", raw, cfg); len(problems) > 0 {
 		t.Fatalf("%s: %v", typ, problems)
 	}
-	tr, err := k.New(cfg, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return cfg
 }
 
 func predicate(t *testing.T, typ string, raw map[string]any) pipeline.Predicate {
+	t.Helper()
+	p, err := NewPredicate(typ, predicateConfig(t, typ, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// predicateConfig is a predicate's config decoded from YAML-shaped settings.
+func predicateConfig(t *testing.T, typ string, raw map[string]any) any {
 	t.Helper()
 	k, ok := Predicates.Lookup(typ)
 	if !ok {
@@ -47,11 +63,7 @@ func predicate(t *testing.T, typ string, raw map[string]any) pipeline.Predicate 
 	if problems := settings.Decode("if", raw, cfg); len(problems) > 0 {
 		t.Fatalf("%s: %v", typ, problems)
 	}
-	p, err := k.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return cfg
 }
 
 func record(value []byte, headers ...string) *pipeline.Record {
