@@ -59,8 +59,9 @@ func offloaderCLI(t testing.TB, env []string, args ...string) (int, string) {
 }
 
 // dockerHealthcheck is the command of the Dockerfile's HEALTHCHECK, the
-// binary's path dropped.
-func dockerHealthcheck(t *testing.T) []string {
+// binary's path dropped, asking url (an instance's listener) in place of
+// the image's own listener.
+func dockerHealthcheck(t *testing.T, url string) []string {
 	t.Helper()
 	m := regexp.MustCompile(`(?s)HEALTHCHECK [^\n]*\\\n\s*CMD (\[[^\]]*\])`).FindStringSubmatch(mustRead(t, "../Dockerfile"))
 	if m == nil {
@@ -70,6 +71,11 @@ func dockerHealthcheck(t *testing.T) []string {
 	if err := json.Unmarshal([]byte(m[1]), &argv); err != nil || len(argv) < 2 || argv[0] != "/usr/local/bin/offloader" {
 		t.Fatalf("HEALTHCHECK CMD %s: %v", m[1], err)
 	}
+	i := slices.Index(argv, "--url")
+	if i < 0 || i+1 >= len(argv) {
+		t.Fatalf("the HEALTHCHECK %v names no --url", argv)
+	}
+	argv[i+1] = url
 	return argv[1:]
 }
 
@@ -191,12 +197,7 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 
 	// The image's HEALTHCHECK, run against the live instance: its --url
 	// (the image's listener) is this instance's.
-	hc := dockerHealthcheck(t)
-	i := slices.Index(hc, "--url")
-	if i < 0 || i+1 >= len(hc) {
-		t.Fatalf("the HEALTHCHECK %v names no --url", hc)
-	}
-	hc[i+1] = aURL
+	hc := dockerHealthcheck(t, aURL)
 	if code, out := offloaderCLI(t, nil, hc...); code != 0 || !strings.Contains(out, "healthy") {
 		t.Errorf("HEALTHCHECK %v: exit %d\n%s", hc, code, out)
 	}
@@ -237,26 +238,6 @@ func groupOffsets(t testing.TB, group, topic string, partitions int) map[int32]i
 	out := map[int32]int64{}
 	for _, tp := range got {
 		out[tp.Partition] = max(int64(tp.Offset), 0)
-	}
-	return out
-}
-
-// endOffsets are topic's end offsets (high watermarks), asked of the broker.
-func endOffsets(t testing.TB, topic string, partitions int) map[int32]int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
-	for p := range int32(partitions) {
-		req[kafka.TopicPartition{Topic: &topic, Partition: p}] = kafka.LatestOffsetSpec
-	}
-	res, err := newAdmin(t).ListOffsets(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for tp, r := range res.ResultInfos {
-		out[tp.Partition] = int64(r.Offset)
 	}
 	return out
 }

@@ -168,12 +168,7 @@ func TestTheComposeServicesRunAPipelineFromNothing(t *testing.T) {
 	produceRecords(t, prefix+".raw", recs)
 	assertEachOnce(t, consumeAll(t, prefix+".slim", len(recs), 2*time.Minute), len(recs), nil)
 
-	hc := dockerHealthcheck(t)
-	i := slices.Index(hc, "--url")
-	if i < 0 {
-		t.Fatalf("the HEALTHCHECK %v names no --url", hc)
-	}
-	hc[i+1] = base
+	hc := dockerHealthcheck(t, base)
 	if code, out := offloaderCLI(t, nil, hc...); code != 0 || !strings.Contains(out, "healthy") {
 		t.Errorf("the HEALTHCHECK %v: exit %d\n%s", hc, code, out)
 	}

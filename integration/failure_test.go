@@ -93,27 +93,8 @@ func (d *daemon) metricsURL(t testing.TB) string {
 // metric not exported yet reads 0.
 func metric(t testing.TB, base, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatalf("scraping %s: %v", base, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		metricName, value, ok := strings.Cut(line, " ")
-		if i := strings.IndexByte(metricName, '{'); i >= 0 {
-			metricName = metricName[:i]
-		}
-		if ok && metricName == name {
-			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			if err != nil {
-				t.Fatalf("metric %s: %q", name, line)
-			}
-			return v
-		}
+	if values := metricSamples(t, base, name); len(values) > 0 {
+		return values[0]
 	}
 	return 0
 }
@@ -121,13 +102,24 @@ func metric(t testing.TB, base, name string) float64 {
 // metricTotal is the sum of the named metric's samples on /metrics.
 func metricTotal(t testing.TB, base, name string) float64 {
 	t.Helper()
+	total := 0.0
+	for _, v := range metricSamples(t, base, name) {
+		total += v
+	}
+	return total
+}
+
+// metricSamples are the values of the named metric's samples on /metrics,
+// in the order served.
+func metricSamples(t testing.TB, base, name string) []float64 {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatalf("scraping %s: %v", base, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	total := 0.0
+	var out []float64
 	for _, line := range strings.Split(string(body), "\n") {
 		series, value, ok := strings.Cut(line, " ")
 		if !ok || line[0] == '#' || (series != name && !strings.HasPrefix(series, name+"{")) {
@@ -137,9 +129,9 @@ func metricTotal(t testing.TB, base, name string) float64 {
 		if err != nil {
 			t.Fatalf("metric %s: %q", name, line)
 		}
-		total += v
+		out = append(out, v)
 	}
-	return total
+	return out
 }
 
 // waitForMetric waits until cond holds for the named metric.

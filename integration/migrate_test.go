@@ -286,7 +286,7 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 		if tc.want == -1 {
 			// Caught up: at the end itself, past the trailing commit marker, so
 			// that kafka-consumer-groups.sh shows lag 0, not 1.
-			ends := slimEnds(t, slim, 2)
+			ends := endOffsets(t, slim, 2)
 			if got := groupOffsets(t, group, slim, 2); got[0] != ends[0] || got[1] != ends[1] {
 				t.Errorf("a caught-up group stands at %v on the slim topic, want its ends %v (lag 0)", got, ends)
 			}
@@ -382,8 +382,8 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 	}
 }
 
-// slimEnds are the high watermarks of topic's partitions.
-func slimEnds(t *testing.T, topic string, partitions int) map[int32]int64 {
+// endOffsets are the high watermarks of topic's partitions.
+func endOffsets(t testing.TB, topic string, partitions int) map[int32]int64 {
 	t.Helper()
 	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
 	for p := range int32(partitions) {

@@ -1,7 +1,6 @@
 package kafkaedge
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,9 +21,8 @@ import (
 // IncrementalUnassign after a cooperative one (cooperative-sticky).
 type Group struct {
 	c *kafka.Consumer
-	// ends asks the broker for end offsets (HighWatermarks); made from c
-	// when first needed, and again after c is replaced.
-	ends *kafka.AdminClient
+	// ends are the end offsets last asked of the broker (HighWatermarks).
+	ends ends
 	p    *config.Pipeline
 	plan memory.Plan // the memory budget the consumer's prefetch is sized from
 	log  *zap.Logger
@@ -73,7 +71,7 @@ func (g *Group) rejoin(cause kafka.Error) error {
 		g.assigned = nil
 	}
 	old := g.c
-	g.closeEnds()
+	g.ends.close()
 	go old.Close() // a fenced client may never finish leaving; the new one does not wait for it
 	c, err := kafka.NewConsumer(consumerConfig(g.p, g.plan))
 	if err != nil {
@@ -298,57 +296,6 @@ func (g *Group) Committed(parts []engine.Partition) ([]engine.Offset, error) {
 	return offsets(tps), nil
 }
 
-// endOffsetsTimeout bounds HighWatermarks' question to the broker; past it
-// the client's cached figures stand in.
-const endOffsetsTimeout = 2 * time.Second
-
-// HighWatermarks are the end offsets of parts, asked of the broker in one
-// ListOffsets (the client's cached figures do not move while a partition
-// is paused, and are unknown before its first fetch); a partition the
-// broker does not answer for gets the cached figure, if there is one.
-func (g *Group) HighWatermarks(parts []engine.Partition) ([]engine.Offset, error) {
-	asked := map[engine.Partition]int64{}
-	if g.ends == nil {
-		g.ends, _ = kafka.NewAdminClientFromConsumer(g.c)
-	}
-	if g.ends != nil {
-		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
-		for _, p := range parts {
-			req[kafka.TopicPartition{Topic: &p.Topic, Partition: p.Partition}] = kafka.LatestOffsetSpec
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), endOffsetsTimeout)
-		res, err := g.ends.ListOffsets(ctx, req)
-		cancel()
-		if err == nil {
-			for tp, r := range res.ResultInfos {
-				if r.Error.Code() == kafka.ErrNoError && r.Offset >= 0 {
-					asked[engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}] = int64(r.Offset)
-				}
-			}
-		}
-	}
-	out := make([]engine.Offset, 0, len(parts))
-	for _, p := range parts {
-		if high, ok := asked[p]; ok {
-			out = append(out, engine.Offset{Partition: p, Offset: high})
-			continue
-		}
-		_, high, err := g.c.GetWatermarkOffsets(p.Topic, p.Partition)
-		if err != nil || high < 0 {
-			continue
-		}
-		out = append(out, engine.Offset{Partition: p, Offset: high})
-	}
-	return out, nil
-}
-
-func (g *Group) closeEnds() {
-	if g.ends != nil {
-		g.ends.Close()
-		g.ends = nil
-	}
-}
-
 // EndOffsets asks the broker for the end offsets (high watermarks) of every
 // partition of topics, for a bounded run.
 func (g *Group) EndOffsets(topics map[string]int, timeout time.Duration) ([]engine.Offset, error) {
@@ -398,7 +345,7 @@ func (g *Group) OffsetsAt(topics map[string]int, t time.Time, timeout time.Durat
 
 // Close leaves the group (Revoked runs inside it) and closes the consumer.
 func (g *Group) Close() error {
-	g.closeEnds()
+	g.ends.close()
 	return g.c.Close()
 }
 
