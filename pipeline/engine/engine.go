@@ -24,7 +24,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -199,34 +198,26 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 }
 
 // closeTimeout bounds closing the clients once the run ended: leaving the
-// group and closing the producer. A client that does not finish (seen once
-// under a rebalance while instances were killed and restarted) is left to
+// group and closing the producer. A client that does not finish is left to
 // finish on its own: what was to be committed is committed by then, and an
 // open transaction aborts when this transactional.id starts again or times
-// out. fatalCloseTimeout bounds it after a fatal error: a fenced client may
-// never finish leaving its group (a static member fenced by its twin kept
-// trying to rejoin, and Close waited for it forever).
-const (
-	closeTimeout      = 10 * time.Second
-	fatalCloseTimeout = 10 * time.Second
-)
+// out. Seen: a consumer close that hung under a rebalance while instances
+// were killed and restarted, and a static member fenced by its twin that
+// kept trying to rejoin after a fatal error.
+const closeTimeout = 10 * time.Second
 
 // close settles the commit in flight, leaves the group and closes the
-// session, within closeTimeout (fatalCloseTimeout after failed, a fatal
-// error); past it the process goes on without them.
+// session within closeTimeout; past it the process goes on without them.
+// failed is the error the run ended on, for the log.
 func (e *Engine) close(failed error) error {
-	limit := closeTimeout
-	if errors.Is(failed, ErrFatal) {
-		limit = fatalCloseTimeout
-	}
 	done := make(chan error, 1)
 	go func() { done <- e.closeClients() }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(limit):
+	case <-time.After(closeTimeout):
 		e.log.Warn("the Kafka clients did not close in time: going on without them (an open transaction aborts when this transactional.id starts again)",
-			zap.Duration("waited", limit), zap.NamedError("after", failed))
+			zap.Duration("waited", closeTimeout), zap.NamedError("after", failed))
 		return nil
 	}
 }
