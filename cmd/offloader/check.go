@@ -169,15 +169,6 @@ func printProblems(w io.Writer, problems []limits.Problem, allGood, noun string)
 	}
 }
 
-// limitProblems is the start-up form of the check, for run.
-func limitProblems(problems []limits.Problem) string {
-	var b strings.Builder
-	for _, p := range problems {
-		fmt.Fprintf(&b, "\n  - %s\n    fix: %s", p.What, p.Fix)
-	}
-	return b.String()
-}
-
 // samplePredicate tries the offload step's if: on the last n records of each
 // source partition and prints those that run would send to the dead-letter
 // topic, as problems. It reports whether there are none (true when the step

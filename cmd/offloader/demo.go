@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
@@ -252,7 +253,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	done := make(chan error, 1)
 	started = time.Now()
 	go func() {
-		_, err := runPipeline(runCtx, p, logger, runOptions{})
+		_, err := runPipeline(runCtx, p, logger, daemon.Options{}, nil)
 		done <- err
 	}()
 	got, err := demoConsume(ctx, bootstrap, slim, len(recs), done)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 )
@@ -124,14 +125,14 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 				return exitUsage
 			}
 			defer logger.Sync()
-			o := runOptions{bounded: true, until: untilTime, report: c.stdout}
+			o := daemon.Options{Bounded: true, Until: untilTime}
 			if *rps > 0 {
 				l := rate.NewLimiter(rate.Limit(*rps), max(1, int(*rps/10)))
-				o.throttle = func(ctx context.Context, _ *pipeline.Record) { l.Wait(ctx) }
+				o.Throttle = func(ctx context.Context, _ *pipeline.Record) { l.Wait(ctx) }
 			}
 			if *mbps > 0 {
 				bytesPerSecond := *mbps * 1e6
-				o.storeLimit = rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, min(1<<20, int(bytesPerSecond/10))))
+				o.StoreLimit = rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, min(1<<20, int(bytesPerSecond/10))))
 			}
 			progress := &migrationProgress{p: p, now: time.Now}
 			if terminal {
@@ -139,11 +140,11 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 			} else {
 				progress.log = logger.With(zap.String("command", "migrate"))
 			}
-			o.started, o.committed = progress.start, progress.add
+			o.Started, o.Committed = progress.start, progress.add
 			defer progress.finish()
 			collectAtHeapLimit(p, logger)
-			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
-			if errors.Is(err, errStoppedBeforeStart) {
+			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, c.stdout)
+			if errors.Is(err, daemon.ErrStoppedBeforeStart) {
 				fmt.Fprintln(c.stdout, "migration interrupted before it started: nothing was copied; run the same command again")
 				return exitOK
 			}

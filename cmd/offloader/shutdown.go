@@ -5,13 +5,9 @@ import (
 	"time"
 )
 
-// shutdownTimeout bounds the final commit after SIGTERM or SIGINT (the runner's
-// ShutdownTimeout); shutdownGrace then bounds leaving the group and closing
-// the Kafka clients.
-const (
-	shutdownTimeout = 30 * time.Second
-	shutdownGrace   = 30 * time.Second
-)
+// shutdownGrace bounds closing the Kafka clients and leaving the group after
+// the final commit (daemon.ShutdownTimeout) of a signalled run.
+const shutdownGrace = 30 * time.Second
 
 // exitIfStuck calls exit once after ctx ends, if stop is not called within
 // after. A librdkafka call can block past its own timeout (seen after broker

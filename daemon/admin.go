@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -24,19 +25,19 @@ const adminWait = 30 * time.Second
 const stallAfter = 2 * time.Minute
 
 // serveAdmin starts the listener of /metrics, /healthz, /readyz and the
-// admin API, if observability.listen names one.
-func serveAdmin(ctx context.Context, o config.Observability, m *observability.Metrics, api *admin.Server, logger *zap.Logger) error {
+// admin API, if observability.listen names one, and returns its address.
+func serveAdmin(ctx context.Context, o config.Observability, m *observability.Metrics, api *admin.Server, logger *zap.Logger) (net.Addr, error) {
 	if o.Listen == "" {
-		return nil
+		return nil, nil
 	}
 	if o.PauseFile != "" {
 		if fi, err := os.Stat(filepath.Dir(o.PauseFile)); err != nil || !fi.IsDir() {
-			return fmt.Errorf("observability.pause_file %s: its directory must exist and be writable (a volume that outlives the container)", o.PauseFile)
+			return nil, fmt.Errorf("observability.pause_file %s: its directory must exist and be writable (a volume that outlives the container)", o.PauseFile)
 		}
 	}
 	addr, err := m.Serve(ctx, o.Listen, stallAfter, api)
 	if err != nil {
-		return fmt.Errorf("observability.listen %s: %w", o.Listen, err)
+		return nil, fmt.Errorf("observability.listen %s: %w", o.Listen, err)
 	}
 	logger.Info("serving /metrics, /healthz, /readyz and the admin API (/status, /pause, /resume)",
 		zap.String("address", addr.String()), zap.Bool("token", o.AdminToken != ""))
@@ -44,7 +45,7 @@ func serveAdmin(ctx context.Context, o config.Observability, m *observability.Me
 		logger.Warn("the admin API answers anyone who reaches this address: POST /pause and /resume steer the pipeline; set observability.admin_token (or keep the port private)",
 			zap.String("address", addr.String()))
 	}
-	return nil
+	return addr, nil
 }
 
 // startPaused pauses eng before it consumes anything if the pause file
@@ -61,4 +62,21 @@ func startPaused(eng *engine.Engine, path string, logger *zap.Logger) error {
 	logger.Warn("starting paused: an operator paused this pipeline before the restart (POST /resume, or offloader resume, resumes it)",
 		zap.String("reason", reason), zap.String("pause_file", path))
 	return nil
+}
+
+// leaveTimeout bounds removing the static membership at a stop.
+const leaveTimeout = 10 * time.Second
+
+// leaveGroup removes the stopped instance's static membership (POST /leave
+// asked for it): its partitions move to the other instances now, not after
+// session.timeout.ms. Failing, it says so; the member then times out.
+func leaveGroup(p *config.Pipeline, logger *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	id := kafkaedge.GroupInstanceID(p)
+	if err := kafkaedge.RemoveStaticMember(ctx, p); err != nil {
+		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
+		return
+	}
+	logger.Info("left the group for good: static member removed, its partitions move now", zap.String("group", p.Source.Group), zap.String("group_instance_id", id))
 }
