@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"slices"
+	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/pointer"
 )
 
 var translateCommand = &command{
@@ -80,169 +78,76 @@ func (c *cli) translateOffsets(args []string) int {
 	if !ok {
 		return code
 	}
-	if *group == p.Source.Group {
-		return c.usageError(fs, "%s is the pipeline's own group (source.group): it stands on the source topics by design; give a group of the fat topic's consumers", *group)
+	if err := migration.CheckGroup(*group, p.Source.Group); err != nil {
+		return c.usageError(fs, "%v", err)
 	}
 	logger, err := observability.NewLogger("console", "warn")
 	if err != nil {
 		return exitFailure
 	}
 	defer logger.Sync()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
-	defer cancel()
-	groups, err := kafkaedge.OpenGroups(p, logger)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "offloader migrate translate-offsets: %v\n", err)
-		return exitFailure
-	}
-	defer groups.Close()
 	fail := func(err error) int {
 		fmt.Fprintf(c.stderr, "offloader migrate translate-offsets: %v\n", err)
 		return exitFailure
 	}
-	members, state, err := groups.Members(ctx, *group)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
+	defer cancel()
+	groups, err := kafkaedge.OpenGroups(p, logger)
 	if err != nil {
 		return fail(err)
 	}
-	if members > 0 {
-		return fail(fmt.Errorf("group %s has %d active member(s) (%s): stop its consumers first, then translate; nothing was changed", *group, members, state))
-	}
-	committed := map[migration.Partition]int64{}
-	for _, topic := range p.Source.Topics {
-		n, err := groups.Partitions(topic)
-		if err != nil {
-			return fail(err)
-		}
-		at, err := groups.Committed(ctx, *group, topic, n)
-		if err != nil {
-			return fail(err)
-		}
-		for part, o := range at {
-			committed[migration.Partition{Topic: topic, Partition: part}] = o
-		}
-	}
-	if len(committed) == 0 {
+	defer groups.Close()
+	cluster := kafkaedge.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer)
+	plan, err := migration.PlanTranslation(ctx, cluster, migration.TranslateOptions{
+		Group: *group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
+		Wait: *wait,
+		Waiting: func(ahead []migration.Ahead) {
+			fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, *group, migration.Describe(ahead))
+		},
+	})
+	if errors.Is(err, migration.ErrNoCommits) {
 		fmt.Fprintf(c.stdout, "group %s has no committed offset on %v: nothing to translate (on the slim topic it starts as its auto.offset.reset says)\n", *group, p.Source.Topics)
 		return exitOK
 	}
-	for deadline := time.Now().Add(*wait); ; {
-		ahead, err := groupAhead(ctx, groups, p.Source.Group, p.Source.Topics, committed)
-		if err != nil {
-			return fail(err)
-		}
-		if len(ahead) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			how := "run the pipeline until it passes the group, or give --wait DURATION to wait for it"
-			if *wait > 0 {
-				how = fmt.Sprintf("it did not within --wait %s: is it running?", *wait)
-			}
-			return fail(fmt.Errorf("group %s has read further than pipeline %s has copied on %s: on the slim topic it would read those records a second time; %s (nothing was changed)",
-				*group, p.Name, migration.Describe(ahead), how))
-		}
-		fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, *group, migration.Describe(ahead))
-		select {
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
-	}
-	slimParts, err := groups.Partitions(p.SlimTopic)
 	if err != nil {
 		return fail(err)
 	}
-	_, ends, err := groups.Watermarks(ctx, p.SlimTopic, slimParts)
-	if err != nil {
+	printPlan(c.stdout, plan)
+	if err := plan.Refusal(*force); err != nil {
 		return fail(err)
-	}
-	current, err := groups.Committed(ctx, *group, p.SlimTopic, slimParts)
-	if err != nil {
-		return fail(err)
-	}
-	index := migration.NewIndex()
-	err = readTopic(ctx, p, p.SlimTopic, nil, func(r *pipeline.Record) error {
-		v, _ := r.Header(pointer.HeaderSource)
-		if topic, part, o, err := pointer.ParseSource(v); err == nil {
-			index.Add(r.Partition, r.Offset, migration.Partition{Topic: topic, Partition: part}, o)
-		}
-		return nil
-	})
-	if err != nil {
-		return fail(err)
-	}
-	moves := index.Translate(committed, ends)
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SLIM PARTITION\tCOMMITTED NOW\tNEW OFFSET\tNEXT RECORD\tNOTE\n")
-	apply := map[int32]int64{}
-	for _, m := range moves {
-		now := "-"
-		if o, ok := current[m.SlimPartition]; ok {
-			now = strconv.FormatInt(o, 10)
-		}
-		next, to := m.Next, strconv.FormatInt(m.Offset, 10)
-		if m.Keep {
-			to = "(kept)"
-		} else {
-			apply[m.SlimPartition] = m.Offset
-		}
-		if next == "" {
-			next = "-"
-		}
-		fmt.Fprintf(tw, "%s[%d]\t%s\t%s\t%s\t%s\n", p.SlimTopic, m.SlimPartition, now, to, next, m.Note)
-	}
-	tw.Flush()
-	var back []string
-	for part, to := range apply {
-		if now, ok := current[part]; ok && now > to {
-			back = append(back, fmt.Sprintf("%s[%d] (at %d, the plan says %d: %d records read again)", p.SlimTopic, part, now, to, now-to))
-		}
-	}
-	if len(back) > 0 && !*force {
-		slices.Sort(back)
-		return fail(fmt.Errorf("group %s already stands further on the slim topic than the plan: %s; its consumers started there, and moving it back would have them read those records a second time; --force moves it anyway (nothing was changed)",
-			*group, strings.Join(back, ", ")))
 	}
 	if !*execute {
 		fmt.Fprintf(c.stdout, "dry run: nothing was changed; --execute moves group %s as above\n", *group)
 		return exitOK
 	}
-	if len(apply) == 0 {
+	if len(plan.Apply) == 0 {
 		fmt.Fprintf(c.stdout, "nothing to move for group %s\n", *group)
 		return exitOK
 	}
-	if err := groups.Commit(ctx, *group, p.SlimTopic, apply); err != nil {
+	if err := plan.Execute(ctx, cluster, *force); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(c.stdout, "moved group %s on %d partition(s) of %s; its consumers may start on the slim topic\n", *group, len(apply), p.SlimTopic)
+	fmt.Fprintf(c.stdout, "moved group %s on %d partition(s) of %s; its consumers may start on the slim topic\n", *group, len(plan.Apply), p.SlimTopic)
 	return exitOK
 }
 
-// groupAhead are the source partitions on which the group's committed
-// offsets (committed) stand past the pipeline's (its group's, or the
-// partition's start where it has none).
-func groupAhead(ctx context.Context, groups *kafkaedge.Groups, pipelineGroup string, topics []string, committed map[migration.Partition]int64) ([]migration.Ahead, error) {
-	pipeline, starts := map[migration.Partition]int64{}, map[migration.Partition]int64{}
-	for _, topic := range topics {
-		n, err := groups.Partitions(topic)
-		if err != nil {
-			return nil, err
+// printPlan prints where the group is to stand on each slim partition.
+func printPlan(w io.Writer, plan *migration.Plan) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "SLIM PARTITION\tCOMMITTED NOW\tNEW OFFSET\tNEXT RECORD\tNOTE\n")
+	for _, m := range plan.Moves {
+		now := "-"
+		if o, ok := plan.Current[m.SlimPartition]; ok {
+			now = strconv.FormatInt(o, 10)
 		}
-		at, err := groups.Committed(ctx, pipelineGroup, topic, n)
-		if err != nil {
-			return nil, err
+		next, to := m.Next, strconv.FormatInt(m.Offset, 10)
+		if m.Keep {
+			to = "(kept)"
 		}
-		low, _, err := groups.Watermarks(ctx, topic, n)
-		if err != nil {
-			return nil, err
+		if next == "" {
+			next = "-"
 		}
-		for part := range int32(n) {
-			mp := migration.Partition{Topic: topic, Partition: part}
-			if o, ok := at[part]; ok {
-				pipeline[mp] = o
-			}
-			starts[mp] = low[part]
-		}
+		fmt.Fprintf(tw, "%s[%d]\t%s\t%s\t%s\t%s\n", plan.SlimTopic, m.SlimPartition, now, to, next, m.Note)
 	}
-	return migration.GroupAhead(committed, pipeline, starts), nil
+	tw.Flush()
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -16,8 +14,6 @@ import (
 	"github.com/offloader/offloader/internal/kafkaedge"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
 )
 
@@ -110,97 +106,9 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 	}
 	o := migration.VerifyOptions{Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		DeadLetterTopic: p.Errors.DeadLetterTopic, Latest: p.Source.Start() == config.StartLatest, Deep: deep,
-		Original: func(ctx context.Context, r *pipeline.Record, deep bool) (*[32]byte, error) {
-			return originalSHA(ctx, res, r, deep)
-		}}
+		Original: migration.OriginalSHA(res)}
 	if t, ok := p.Source.StartTime(); ok {
 		o.StartTime = t
 	}
-	return migration.Verify(ctx, clusterLog{groups: groups, p: p}, o)
-}
-
-// clusterLog is migration.Log over the Kafka edge.
-type clusterLog struct {
-	groups *kafkaedge.Groups
-	p      *config.Pipeline
-}
-
-func (l clusterLog) Partitions(_ context.Context, topic string) (int, error) {
-	return l.groups.Partitions(topic)
-}
-
-func (l clusterLog) Starts(ctx context.Context, topic string, partitions int) (map[int32]int64, error) {
-	low, _, err := l.groups.Watermarks(ctx, topic, partitions)
-	return low, err
-}
-
-func (l clusterLog) StartsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error) {
-	return l.groups.OffsetsAt(ctx, topic, partitions, t)
-}
-
-func (l clusterLog) Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error) {
-	return l.groups.Committed(ctx, group, topic, partitions)
-}
-
-func (l clusterLog) Read(ctx context.Context, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
-	return readTopic(ctx, l.p, topic, until, each)
-}
-
-// originalSHA is the SHA-256 of a slim record's original value: a pointer's
-// sha256 field (or, deep, the payload's, downloaded and verified), an inline
-// value's own (decompressed first). nil: a tombstone.
-func originalSHA(ctx context.Context, res *resolver.Resolver, r *pipeline.Record, deep bool) (*[32]byte, error) {
-	if pointer.IsPointer(r.Header) && !deep {
-		if err := pointer.CheckVersion(r.Header); err != nil {
-			return nil, err
-		}
-		ptr, err := pointer.Decode(r.Value)
-		if err != nil {
-			return nil, err
-		}
-		var sum [32]byte
-		if b, err := hex.DecodeString(ptr.SHA256); err != nil || len(b) != 32 {
-			return nil, errors.New("the pointer's sha256 is not 64 hex digits")
-		} else {
-			copy(sum[:], b)
-		}
-		return &sum, nil
-	}
-	out, err := res.Resolve(ctx, r.Value, r.Header)
-	if err != nil {
-		return nil, err
-	}
-	if out.Value == nil && r.Value == nil {
-		return nil, nil
-	}
-	sum := sha256.Sum256(out.Value)
-	return &sum, nil
-}
-
-// readTopic calls each for every record of topic, read_committed, to the end
-// (or, per partition, to until).
-func readTopic(ctx context.Context, p *config.Pipeline, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
-	var parts []int32
-	for part := range until {
-		parts = append(parts, part)
-	}
-	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
-		Topic: topic, Partitions: parts, From: kafkaedge.Start{Offset: kafkaedge.Beginning}, Until: until})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		rec, err := r.Next(ctx, time.Second)
-		switch {
-		case errors.Is(err, kafkaedge.ErrEnd):
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading %s: %w", topic, err)
-		case rec != nil:
-			if err := each(rec); err != nil {
-				return err
-			}
-		}
-	}
+	return migration.Verify(ctx, kafkaedge.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), o)
 }

@@ -1,0 +1,230 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
+)
+
+// Cluster is what translate-offsets reads and moves a group on: the Log,
+// and the group's members, the slim topic's ends and the group's commits.
+type Cluster interface {
+	Log
+	// Members is the number of group's active members and the group's state.
+	Members(ctx context.Context, group string) (int, string, error)
+	// Ends are each partition's last stable offset.
+	Ends(ctx context.Context, topic string, partitions int) (map[int32]int64, error)
+	// Commit sets group's committed offsets on topic.
+	Commit(ctx context.Context, group, topic string, offsets map[int32]int64) error
+}
+
+// TranslateOptions say which group moves, from where to where.
+type TranslateOptions struct {
+	// Group is the consumer group to move from the source topics to the
+	// slim topic.
+	Group string
+	// Pipeline and PipelineGroup are the pipeline's name and consumer group
+	// (source.group): Group may not have read further than it has copied.
+	Pipeline, PipelineGroup string
+	SourceTopics            []string
+	SlimTopic               string
+	// Wait is how long to wait for the pipeline to pass Group; Waiting is
+	// told of the partitions it waits on, each time it looks.
+	Wait    time.Duration
+	Waiting func([]Ahead)
+	// Poll is how often it looks while it waits (2s when 0).
+	Poll time.Duration
+}
+
+// Plan is where a group is to stand on each slim partition.
+type Plan struct {
+	Group, SlimTopic string
+	// Moves are per slim partition, in partition order.
+	Moves []Move
+	// Current are the group's committed offsets on the slim topic now.
+	Current map[int32]int64
+	// Apply are the offsets Execute commits: the moves that are not kept.
+	Apply map[int32]int64
+	// Back names the partitions where the group already stands past the
+	// plan: moved there, its consumers would read those records again.
+	Back []string
+}
+
+// ErrNoCommits: the group has committed nothing on the source topics, so
+// there is nothing to translate.
+var ErrNoCommits = fmt.Errorf("no committed offset on the source topics: nothing to translate (on the slim topic the group starts as its auto.offset.reset says)")
+
+// CheckGroup refuses to translate the pipeline's own group.
+func CheckGroup(group, pipelineGroup string) error {
+	if group == pipelineGroup {
+		return fmt.Errorf("%s is the pipeline's own group (source.group): it stands on the source topics by design; give a group of the fat topic's consumers", group)
+	}
+	return nil
+}
+
+// PlanTranslation works out where o.Group is to stand on the slim topic
+// (Index.Translate), from a whole read of the slim topic's
+// offloader-source headers. It refuses, changing nothing, a group with
+// active members, and one that has read further than the pipeline has
+// copied (after waiting up to o.Wait for the pipeline to pass it).
+func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan, error) {
+	if err := CheckGroup(o.Group, o.PipelineGroup); err != nil {
+		return nil, err
+	}
+	members, state, err := c.Members(ctx, o.Group)
+	if err != nil {
+		return nil, err
+	}
+	if members > 0 {
+		return nil, fmt.Errorf("group %s has %d active member(s) (%s): stop its consumers first, then translate; nothing was changed", o.Group, members, state)
+	}
+	committed, err := commitsOn(ctx, c, o.Group, o.SourceTopics)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) == 0 {
+		return nil, ErrNoCommits
+	}
+	if err := waitForPipeline(ctx, c, o, committed); err != nil {
+		return nil, err
+	}
+	slimParts, err := c.Partitions(ctx, o.SlimTopic)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := c.Ends(ctx, o.SlimTopic, slimParts)
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Group: o.Group, SlimTopic: o.SlimTopic, Apply: map[int32]int64{}}
+	if plan.Current, err = c.Committed(ctx, o.Group, o.SlimTopic, slimParts); err != nil {
+		return nil, err
+	}
+	index := NewIndex()
+	err = c.Read(ctx, o.SlimTopic, nil, func(r *pipeline.Record) error {
+		v, _ := r.Header(pointer.HeaderSource)
+		if topic, part, off, err := pointer.ParseSource(v); err == nil {
+			index.Add(r.Partition, r.Offset, Partition{Topic: topic, Partition: part}, off)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.Moves = index.Translate(committed, ends)
+	for _, m := range plan.Moves {
+		if m.Keep {
+			continue
+		}
+		plan.Apply[m.SlimPartition] = m.Offset
+		if now, ok := plan.Current[m.SlimPartition]; ok && now > m.Offset {
+			plan.Back = append(plan.Back, fmt.Sprintf("%s[%d] (at %d, the plan says %d: %d records read again)", o.SlimTopic, m.SlimPartition, now, m.Offset, now-m.Offset))
+		}
+	}
+	return plan, nil
+}
+
+// Refusal is the error that keeps the plan from being applied: the group
+// stands further on the slim topic than the plan, unless force. nil when
+// it may be applied.
+func (p *Plan) Refusal(force bool) error {
+	if len(p.Back) == 0 || force {
+		return nil
+	}
+	return fmt.Errorf("group %s already stands further on the slim topic than the plan: %s; its consumers started there, and moving it back would have them read those records a second time; --force moves it anyway (nothing was changed)",
+		p.Group, strings.Join(p.Back, ", "))
+}
+
+// Execute commits the plan's offsets for its group (those of Apply).
+func (p *Plan) Execute(ctx context.Context, c Cluster, force bool) error {
+	if err := p.Refusal(force); err != nil {
+		return err
+	}
+	if len(p.Apply) == 0 {
+		return nil
+	}
+	return c.Commit(ctx, p.Group, p.SlimTopic, p.Apply)
+}
+
+// waitForPipeline waits up to o.Wait until the pipeline has passed the
+// group (committed) on every source partition.
+func waitForPipeline(ctx context.Context, c Cluster, o TranslateOptions, committed map[Partition]int64) error {
+	poll := o.Poll
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	for deadline := time.Now().Add(o.Wait); ; {
+		ahead, err := groupAhead(ctx, c, o.PipelineGroup, o.SourceTopics, committed)
+		if err != nil || len(ahead) == 0 {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			how := "run the pipeline until it passes the group, or give --wait DURATION to wait for it"
+			if o.Wait > 0 {
+				how = fmt.Sprintf("it did not within --wait %s: is it running?", o.Wait)
+			}
+			return fmt.Errorf("group %s has read further than pipeline %s has copied on %s: on the slim topic it would read those records a second time; %s (nothing was changed)",
+				o.Group, o.Pipeline, Describe(ahead), how)
+		}
+		if o.Waiting != nil {
+			o.Waiting(ahead)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// commitsOn are group's committed offsets on topics.
+func commitsOn(ctx context.Context, c Log, group string, topics []string) (map[Partition]int64, error) {
+	out := map[Partition]int64{}
+	for _, topic := range topics {
+		n, err := c.Partitions(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		at, err := c.Committed(ctx, group, topic, n)
+		if err != nil {
+			return nil, err
+		}
+		for part, o := range at {
+			out[Partition{Topic: topic, Partition: part}] = o
+		}
+	}
+	return out, nil
+}
+
+// groupAhead are the source partitions on which the group's committed
+// offsets (committed) stand past the pipeline's (its group's, or the
+// partition's start where it has none).
+func groupAhead(ctx context.Context, c Log, pipelineGroup string, topics []string, committed map[Partition]int64) ([]Ahead, error) {
+	at, starts := map[Partition]int64{}, map[Partition]int64{}
+	for _, topic := range topics {
+		n, err := c.Partitions(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		mine, err := c.Committed(ctx, pipelineGroup, topic, n)
+		if err != nil {
+			return nil, err
+		}
+		low, err := c.Starts(ctx, topic, n)
+		if err != nil {
+			return nil, err
+		}
+		for part := range int32(n) {
+			mp := Partition{Topic: topic, Partition: part}
+			if o, ok := mine[part]; ok {
+				at[mp] = o
+			}
+			starts[mp] = low[part]
+		}
+	}
+	return GroupAhead(committed, at, starts), nil
+}
