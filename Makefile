@@ -20,8 +20,11 @@ build:
 
 ## demo: the pipeline on an in-process broker with a report; BOOTSTRAP=host:port
 ## runs it against a real cluster instead.
-demo: build
-	bin/offloader demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
+## bin/offloader-demo is offloader with the in-process broker linked in (the
+## demo build tag); bin/offloader, the daemon, links only librdkafka's client.
+demo:
+	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -tags demo -o bin/offloader-demo ./cmd/offloader
+	bin/offloader-demo demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
 
 ## bench: throughput of the pipeline beside a plain copy loop on the real local
 ## broker, and the daemon's peak RSS (docs/benchmarks.md has figures).

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafkaedge"
@@ -34,7 +32,8 @@ func demoCommand() *command {
 		help: `
 Runs the real pipeline end to end and prints what it did. With no --bootstrap it
 starts an in-process Kafka-protocol broker (kfake, memory only; for the demo,
-never for production); with --bootstrap it uses your cluster instead.
+never for production; only bin/offloader-demo, which make demo builds, has
+it); with --bootstrap it uses your cluster instead.
 
 It creates a raw and a slim topic (3 partitions each, names with a run id),
 produces a mix of small events, values of a few hundred KiB, multi-MiB values,
@@ -185,12 +184,12 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	out := c.stdout
 	bootstrap := o.bootstrap
 	if bootstrap == "" {
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		addr, stop, err := startDemoBroker()
 		if err != nil {
-			return fmt.Errorf("starting the in-process broker: %w", err)
+			return err
 		}
-		defer cluster.Close()
-		bootstrap = strings.Join(cluster.ListenAddrs(), ",")
+		defer stop()
+		bootstrap = addr
 		fmt.Fprintf(out, "broker      in-process Kafka-protocol broker (kfake) at %s\n", bootstrap)
 	} else {
 		fmt.Fprintf(out, "broker      %s\n", bootstrap)

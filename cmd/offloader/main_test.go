@@ -126,6 +126,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"cat", "--help"}, exitOK, "prints each record with pointers resolved"},
 		{[]string{"demo", "--records", "0"}, exitUsage, "--records must be at least 1, got 0"},
 		{[]string{"demo", "--help"}, exitOK, "starts an in-process Kafka-protocol broker"},
+		{[]string{"demo", "--dir", "/nonexistent/demo"}, exitFailure, "built without the demo's in-process broker: give --bootstrap HOST:PORT"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runCLI(nil, c.args...)
