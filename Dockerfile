@@ -10,8 +10,9 @@ COPY . .
 ARG VERSION=dev
 ARG COMMIT=unknown
 # The Makefile's build target, so that the image and bin/offloader are
-# built with the same flags.
-RUN make build VERSION="${VERSION}" COMMIT="${COMMIT}" \
+# built with the same flags; the daemon's module alone (GOWORK=off: go.work
+# also joins the integration suite's module).
+RUN GOWORK=off make build VERSION="${VERSION}" COMMIT="${COMMIT}" \
  && mkdir -p /out && mv bin/offloader /out/offloader
 
 FROM debian:bookworm-slim
