@@ -71,7 +71,9 @@ type Config struct {
 	BlockSize settings.Size `key:"block_size"`
 	// Concurrency is how many blocks of one payload go up at once.
 	Concurrency int `key:"concurrency"`
-	// MaxRetries is how often the SDK retries a failed request.
+	// MaxRetries is how often the SDK retries a failed request (0: never).
+	// A download whose body breaks off is resumed up to max_retries times,
+	// and at least once (the SDK's reader takes no 0).
 	MaxRetries int `key:"max_retries"`
 	// TryTimeout bounds each attempt of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
@@ -168,7 +170,7 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 		Transport: &http.Client{Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		Retry: policy.RetryOptions{
-			MaxRetries:    int32(cfg.MaxRetries),
+			MaxRetries:    sdkRetries(cfg.MaxRetries),
 			TryTimeout:    cfg.TryTimeout,
 			RetryDelay:    cfg.RetryDelay,
 			MaxRetryDelay: 16 * cfg.RetryDelay,
@@ -193,6 +195,15 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 		return nil, s.fail("open", cfg.Container, err)
 	}
 	return s, nil
+}
+
+// sdkRetries is max_retries as the SDK takes it: to azcore, 0 means its
+// default of three retries, and a negative value none.
+func sdkRetries(n int) int32 {
+	if n == 0 {
+		return -1
+	}
+	return int32(n)
 }
 
 // fail classifies an SDK error: HTTP 408, 429 and 5xx and every transport error
