@@ -186,7 +186,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		Committed:          o.Committed,
 		ShutdownTimeout:    ShutdownTimeout,
 		Logger:             logger,
-		Metrics:            d.metrics,
+		Metrics:            engineMetrics{d.metrics},
 	}, d.group, d.session)
 	if err != nil {
 		return nil, err

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,7 +19,6 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/memory"
-	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -47,8 +46,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			m := observability.NewMetrics("kfake")
-			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m.ReplacedProducers)
+			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), &counter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +58,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 				Name: p.Name, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic, PreservePartitions: true,
 				Commit: engine.Commit{Interval: 100 * time.Millisecond, MaxRecords: 20, MaxBytes: 1 << 20},
 				Chain:  pipeline.Chain{}, Workers: pipeline.Workers{Max: 2}, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
-				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second, Metrics: m,
+				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second,
 			}, group, session)
 			if err != nil {
 				t.Fatal(err)
@@ -252,7 +250,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	if session.producer == old || session.stuck != nil {
 		t.Fatal("Abort after a stuck call kept the stuck producer")
 	}
-	if got := testutil.ToFloat64(m.ReplacedProducers); got != 1 {
+	if got := m.n.Load(); got != 1 {
 		t.Errorf("producers_replaced_total %v, want 1", got)
 	}
 	rec := &pipeline.Record{Value: []byte("after the replacement")}
@@ -306,7 +304,7 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 		// take as fatal fails here too.
 		t.Fatal("Abort kept the producer the broker's INVALID_TXN_STATE broke")
 	}
-	if got := testutil.ToFloat64(m.ReplacedProducers); got != 1 {
+	if got := m.n.Load(); got != 1 {
 		t.Errorf("producers_replaced_total %v, want 1", got)
 	}
 	produceOne("committed")
@@ -321,7 +319,7 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 // connect connects a pipeline named name, reading raw and writing slim on the
 // broker at bootstrap, and closes it when the test ends. producer holds
 // librdkafka properties of the producer's, as name=value pairs.
-func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session, *observability.Metrics) {
+func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session, *counter) {
 	t.Helper()
 	props := map[string]string{"enable.metrics.push": "false"}
 	for _, kv := range producer {
@@ -338,8 +336,8 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-" + name},
 		SlimTopic: "slim",
 	}
-	m := observability.NewMetrics(name)
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m.ReplacedProducers)
+	m := &counter{}
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,3 +432,8 @@ func TestProduceIntoAFailedTransactionAsksForAnAbort(t *testing.T) {
 		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
 	}
 }
+
+// counter is a Counter the tests read.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Inc() { c.n.Add(1) }

@@ -258,17 +258,8 @@ func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
 		return err
 	}
 	took := time.Since(began)
-	e.m.TxnCommits.Inc()
-	e.m.TxnLatency.Observe(took.Seconds())
-	e.m.RecordsOut.Add(float64(t.out))
-	e.m.RecordsDropped.Add(float64(t.dropped))
-	for class, n := range t.deadLettered {
-		e.m.DeadLettered.WithLabelValues(class).Add(float64(n))
-	}
-	e.m.Offloaded.Add(float64(t.offloaded))
-	e.m.OffloadedBytes.Add(float64(t.offloadedBytes))
-	e.m.Passthrough.Add(float64(t.passthrough))
-	e.m.Retried.Add(float64(t.retried))
+	e.m.Committed(Transaction{Took: took, Out: t.out, Dropped: t.dropped, Offloaded: t.offloaded, Passthrough: t.passthrough,
+		Retried: t.retried, OffloadedBytes: t.offloadedBytes, DeadLettered: t.deadLettered})
 	if ce := e.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
 		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
 	}

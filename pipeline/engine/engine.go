@@ -30,7 +30,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/dlt"
-	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 )
 
@@ -50,6 +49,9 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 		opts.Logger = zap.NewNop()
 	}
 	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, session: session, policy: opts.Policy}
+	if e.m == nil {
+		e.m = noMetrics{}
+	}
 	rules := opts.Policy.Rules()
 	e.intake = dlt.Intake{Sources: opts.SourcePartitions, RetryTopics: map[string]bool{}}
 	for _, t := range rules.Tiers {
@@ -63,7 +65,7 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 type Engine struct {
 	opts            Options
 	log             *zap.Logger
-	m               *observability.Metrics
+	m               Metrics
 	src             Source
 	session         Session
 	policy          *dlt.Policy
@@ -223,7 +225,7 @@ func (e *Engine) close(failed error) error {
 }
 
 func (e *Engine) closeClients() error {
-	e.m.SetReady(false)
+	e.m.Ready(false)
 	if e.pending != nil {
 		// Run failed with a commit in flight: let it finish before closing.
 		// Its outcome no longer matters: an open transaction is aborted when
@@ -278,11 +280,11 @@ func (e *Engine) pollOnce() error {
 func (e *Engine) countIn(rec *pipeline.Record) {
 	p := Partition{Topic: rec.Topic, Partition: rec.Partition}
 	if next, ok := e.counted[p]; ok && rec.Offset < next {
-		e.m.RecordsReread.Inc()
+		e.m.Consumed(true)
 		return
 	}
 	e.counted[p] = rec.Offset + 1
-	e.m.RecordsIn.Inc()
+	e.m.Consumed(false)
 }
 
 // admit adds a consumed record to the batch as the intake lets it in: a
@@ -295,7 +297,7 @@ func (e *Engine) admit(rec *pipeline.Record) {
 	// original ones), as the failure that made the pipeline pause names it.
 	e.pause.read(admitted)
 	if stripped > 0 {
-		e.m.ReservedHeaders.Add(float64(stripped))
+		e.m.HeadersStripped(stripped)
 		if !e.warnedReserved {
 			e.warnedReserved = true
 			e.log.Warn("a source record carried retry headers: ignored and removed (only the pipeline's retry topics may carry them; offloader_reserved_headers_stripped_total counts them, and this is logged once)",
@@ -457,7 +459,7 @@ func (e *Engine) updateLag() {
 		}
 		if h, known := high[p]; ok && known && h >= from {
 			e.lags[p] = h - from
-			e.m.ConsumerLag.WithLabelValues(p.Topic, fmt.Sprint(p.Partition)).Set(float64(h - from))
+			e.m.Lag(p, h-from)
 			lag += h - from
 		}
 	}

@@ -5,19 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/offloader/offloader/dlt"
-	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 )
@@ -36,7 +33,7 @@ type harness struct {
 	src   *source
 	ses   *session
 	clock *clock
-	m     *observability.Metrics
+	m     *fakeMetrics
 	opts  Options
 	// eng is the engine run runs; set before run, it is that one.
 	eng *Engine
@@ -44,7 +41,7 @@ type harness struct {
 
 func newHarness(t *testing.T, rules dlt.Rules, chain pipeline.Chain, parts ...Partition) *harness {
 	t.Helper()
-	h := &harness{t: t, b: newBroker(), clock: &clock{t: time.UnixMilli(1_700_000_000_000)}, m: observability.NewMetrics("t")}
+	h := &harness{t: t, b: newBroker(), clock: &clock{t: time.UnixMilli(1_700_000_000_000)}, m: newFakeMetrics()}
 	h.src = &source{b: h.b, clock: h.clock, initial: parts, script: map[int]func(*source){}}
 	h.ses = &session{t: t, b: h.b}
 	sources := map[string]int{}
@@ -278,7 +275,7 @@ func TestEveryRecordOnceInOrderAndTheBoundedRunStopsAtTheEnd(t *testing.T) {
 	if !rep.ReachedEnd || rep.Committed[p0] != 40 || rep.Committed[p1] != 40 || rep.Committed[p2] != 40 {
 		t.Errorf("report %+v, want 40 committed per partition and the end reached", rep)
 	}
-	if got := testutil.ToFloat64(h.m.RecordsOut); got != 120 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return m.out })); got != 120 {
 		t.Errorf("records_out_total %v, want 120", got)
 	}
 }
@@ -344,10 +341,10 @@ func TestAnAbortedCommitIsRewoundAndReprocessed(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.exactlyOnce(map[Partition]int{p0: 30, p1: 30})
-	if got := testutil.ToFloat64(h.m.TxnAborts); got != 1 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return m.aborts })); got != 1 {
 		t.Errorf("transactions_aborted_total %v, want 1", got)
 	}
-	if in, again := testutil.ToFloat64(h.m.RecordsIn), testutil.ToFloat64(h.m.RecordsReread); in != 60 || again == 0 {
+	if in, again := float64(h.m.get(func(m *fakeMetrics) int { return m.in })), float64(h.m.get(func(m *fakeMetrics) int { return m.reread })); in != 60 || again == 0 {
 		t.Errorf("records_in_total %v and records_reread_total %v, want 60 and the aborted batch read again", in, again)
 	}
 	if h.src.seeks == 0 {
@@ -393,7 +390,7 @@ func TestAnEagerRevokeMidBatchDropsTheBatchAndLosesNothing(t *testing.T) {
 	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
 	h.midBatch(25, func(s *source) {
 		s.revoke(p0, p1)
-		if ready, _ := h.m.Readiness(); ready {
+		if ready, _ := h.m.readiness(); ready {
 			t.Error("/readyz ready with no partitions assigned")
 		}
 		s.assign(p0, p1)
@@ -404,7 +401,7 @@ func TestAnEagerRevokeMidBatchDropsTheBatchAndLosesNothing(t *testing.T) {
 	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
 	// The batch in hand was dropped and read again after the assignment:
 	// counted apart from the records read once.
-	if in, again := testutil.ToFloat64(h.m.RecordsIn), testutil.ToFloat64(h.m.RecordsReread); in != 80 || again == 0 {
+	if in, again := float64(h.m.get(func(m *fakeMetrics) int { return m.in })), float64(h.m.get(func(m *fakeMetrics) int { return m.reread })); in != 80 || again == 0 {
 		t.Errorf("records_in_total %v and records_reread_total %v, want 80 and the batch in hand read again", in, again)
 	}
 }
@@ -420,7 +417,7 @@ func TestACooperativeRevokeCommitsTheBatchBeforeGivingUp(t *testing.T) {
 		if got := h.b.committedAt(p1); got != at {
 			t.Errorf("%s given up at position %d with %d committed", p1, at, got)
 		}
-		if ready, why := h.m.Readiness(); !ready {
+		if ready, why := h.m.readiness(); !ready {
 			t.Errorf("/readyz not ready while %s is still assigned: %s", p0, why)
 		}
 	}
@@ -487,7 +484,7 @@ func TestALostAssignmentDropsTheBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
-	if in, again := testutil.ToFloat64(h.m.RecordsIn), testutil.ToFloat64(h.m.RecordsReread); in != 80 || again == 0 {
+	if in, again := float64(h.m.get(func(m *fakeMetrics) int { return m.in })), float64(h.m.get(func(m *fakeMetrics) int { return m.reread })); in != 80 || again == 0 {
 		t.Errorf("records_in_total %v and records_reread_total %v, want 80 and the dropped batch read again", in, again)
 	}
 }
@@ -513,11 +510,11 @@ func TestTheMetricsCountCommittedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]struct{ got, want float64 }{
-		"records_out_total":         {testutil.ToFloat64(h.m.RecordsOut), 20},
-		"offloaded_records_total":   {testutil.ToFloat64(h.m.Offloaded), 10},
-		"offloaded_bytes_total":     {testutil.ToFloat64(h.m.OffloadedBytes), 90},
-		"passthrough_records_total": {testutil.ToFloat64(h.m.Passthrough), 10},
-		"transactions_committed":    {testutil.ToFloat64(h.m.TxnCommits), float64(h.ses.commits)},
+		"records_out_total":         {float64(h.m.get(func(m *fakeMetrics) int { return m.out })), 20},
+		"offloaded_records_total":   {float64(h.m.get(func(m *fakeMetrics) int { return m.offloaded })), 10},
+		"offloaded_bytes_total":     {float64(h.m.get(func(m *fakeMetrics) int { return m.offloadedBytes })), 90},
+		"passthrough_records_total": {float64(h.m.get(func(m *fakeMetrics) int { return m.passthrough })), 10},
+		"transactions_committed":    {float64(h.m.get(func(m *fakeMetrics) int { return m.commits })), float64(h.ses.commits)},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
@@ -576,7 +573,7 @@ func TestNewRefusesInvalidOptionsWithEveryProblem(t *testing.T) {
 	if eng != nil || err == nil {
 		t.Fatalf("New with empty options: %v, %v", eng, err)
 	}
-	for _, want := range []string{"no source", "no session", "no failure policy", "no metrics", "no source topics", "no slim topic",
+	for _, want := range []string{"no source", "no session", "no failure policy", "no source topics", "no slim topic",
 		"max records 0", "1 step names for 0 steps", "shutdown timeout 0s", "end offset of raw[0] is -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error lacks %q:\n%v", want, err)
@@ -594,10 +591,10 @@ func TestARevokedPartitionsLagIsNoLongerReported(t *testing.T) {
 	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 40, p0, p1)
 	h.src.script[25] = func(s *source) {
 		for _, p := range []Partition{p0, p1} {
-			h.m.ConsumerLag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(5)
+			h.m.Lag(p, 5)
 		}
 		s.revoke(p1)
-		if n := testutil.CollectAndCount(h.m.ConsumerLag); n != 1 {
+		if n := h.m.get(func(m *fakeMetrics) int { return len(m.lag) }); n != 1 {
 			t.Errorf("%d lag series after %s was revoked, want 1 (%s's)", n, p1, p0)
 		}
 	}

@@ -206,7 +206,7 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 // drops the batch and waits as the policy says, or stops.
 func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset, rewind bool) error {
 	e.aborts++
-	e.m.TxnAborts.Inc()
+	e.m.Aborted()
 	e.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.Err), zap.Int("consecutive_aborts", e.aborts))
 	if err := e.abort(ctx); err != nil {
 		return err
@@ -249,7 +249,7 @@ func (e *Engine) abortOpen(ctx context.Context) error {
 	if !e.batch.inTxn {
 		return nil
 	}
-	e.m.TxnAborts.Inc()
+	e.m.Aborted()
 	return e.abort(ctx)
 }
 

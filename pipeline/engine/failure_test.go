@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -92,7 +91,7 @@ func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
 	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, 20, p0)
 	var during []string
 	f.on = func(attempt int) {
-		ready, why := h.m.Readiness()
+		ready, why := h.m.readiness()
 		if attempt == 1 && !ready {
 			t.Errorf("not ready before the outage: %s", why)
 		}
@@ -112,7 +111,7 @@ func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
 			t.Errorf("/readyz during the pause says %q", why)
 		}
 	}
-	if got := testutil.ToFloat64(h.m.Paused); got != 0 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return len(m.paused) })); got != 0 {
 		t.Errorf("offloader_paused %v after the resume", got)
 	}
 	if len(h.b.log(dead)) != 0 {
@@ -150,7 +149,7 @@ func TestBlockingModeDeadLettersWhenTheRetriesAreSpent(t *testing.T) {
 	if len(dl) != 1 || string(dl[0].Value) != "raw[0]-4" || header(dl[0], dlt.HeaderAttempts) != "2" || header(dl[0], dlt.HeaderOffset) != "4" {
 		t.Fatalf("dead-letter topic holds %d records (%v), want raw[0]-4 after 2 attempts", len(dl), dl)
 	}
-	if got := testutil.ToFloat64(h.m.DeadLettered.WithLabelValues(string(dlt.Transform))); got != 1 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return m.deadLettered[string(dlt.Transform)] })); got != 1 {
 		t.Errorf("dead_lettered_records_total{class=transform} %v, want 1", got)
 	}
 	out := h.b.log(Partition{Topic: slim, Partition: 0})
@@ -295,7 +294,7 @@ func TestForgedRetryHeadersAreStrippedOrDeadLettered(t *testing.T) {
 	if _, ok := h.b.log(Partition{Topic: slim, Partition: 0})[1].Header(dlt.HeaderRetryDue); ok {
 		t.Error("the source record kept its forged retry header")
 	}
-	if got := testutil.ToFloat64(h.m.ReservedHeaders); got != 1 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return m.reserved })); got != 1 {
 		t.Errorf("reserved_headers_stripped_total %v, want 1", got)
 	}
 	dl := h.b.log(dead)
@@ -312,7 +311,7 @@ func TestShutdownCommitsTheBatchInHand(t *testing.T) {
 	h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 1000, MaxBytes: 1 << 30}
 	h.src.frozen = true
 	h.b.write(p0, 30)
-	if _, err := h.run(func() bool { return testutil.ToFloat64(h.m.RecordsIn) == 30 }); err != nil {
+	if _, err := h.run(func() bool { return float64(h.m.get(func(m *fakeMetrics) int { return m.in })) == 30 }); err != nil {
 		t.Fatal(err)
 	}
 	h.exactlyOnce(map[Partition]int{p0: 30})

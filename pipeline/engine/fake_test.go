@@ -319,3 +319,77 @@ func (s *session) Abort(context.Context) error {
 func (s *session) Close() {}
 
 var errAbort = errors.New("coordinator load in progress")
+
+// fakeMetrics keeps what the engine reported, for the tests to read while
+// it runs.
+type fakeMetrics struct {
+	mu                                     sync.Mutex
+	ready                                  bool
+	in, reread, out, aborts, commits       int
+	offloaded, offloadedBytes, passthrough int
+	reserved                               int
+	deadLettered                           map[string]int
+	lag                                    map[Partition]int64
+	paused                                 map[string]string // by whom, why
+}
+
+func newFakeMetrics() *fakeMetrics {
+	return &fakeMetrics{deadLettered: map[string]int{}, lag: map[Partition]int64{}, paused: map[string]string{}}
+}
+
+func (m *fakeMetrics) Ready(ready bool)   { m.mu.Lock(); m.ready = ready; m.mu.Unlock() }
+func (m *fakeMetrics) Progress(time.Time) {}
+
+func (m *fakeMetrics) Consumed(again bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if again {
+		m.reread++
+	} else {
+		m.in++
+	}
+}
+
+func (m *fakeMetrics) HeadersStripped(n int) { m.mu.Lock(); m.reserved += n; m.mu.Unlock() }
+
+func (m *fakeMetrics) Committed(t Transaction) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	m.out += t.Out
+	m.offloaded += t.Offloaded
+	m.offloadedBytes += t.OffloadedBytes
+	m.passthrough += t.Passthrough
+	for class, n := range t.DeadLettered {
+		m.deadLettered[class] += n
+	}
+}
+
+func (m *fakeMetrics) Aborted()                       { m.mu.Lock(); m.aborts++; m.mu.Unlock() }
+func (m *fakeMetrics) Lag(p Partition, records int64) { m.mu.Lock(); m.lag[p] = records; m.mu.Unlock() }
+func (m *fakeMetrics) LagGone(p Partition)            { m.mu.Lock(); delete(m.lag, p); m.mu.Unlock() }
+func (m *fakeMetrics) Paused(by, reason string)       { m.mu.Lock(); m.paused[by] = reason; m.mu.Unlock() }
+func (m *fakeMetrics) Resumed(by string)              { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
+
+// get reads one figure under the lock.
+func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f(m)
+}
+
+// readiness is what the engine told of its state, in /readyz's words: an
+// operator's pause first, then a store's, then no partitions.
+func (m *fakeMetrics) readiness() (bool, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.paused[PausedByOperator] != "":
+		return false, "paused by an operator: " + m.paused[PausedByOperator]
+	case m.paused[PausedByStore] != "":
+		return false, "paused: " + m.paused[PausedByStore]
+	case !m.ready:
+		return false, "not ready: no partitions assigned"
+	}
+	return true, ""
+}

@@ -118,12 +118,12 @@ func (e *Engine) obey(ctx context.Context) error {
 			return err
 		}
 		e.hold = &hold{reason: reason, since: e.opts.Now()}
-		e.m.PauseByOperator(reason)
+		e.m.Paused(PausedByOperator, reason)
 		e.log.Info("paused by an operator: the batch in hand is committed and nothing more is consumed until resumed",
 			zap.String("reason", reason), zap.Int("partitions", len(e.assigned)))
 	case pause:
 		e.hold.reason = reason
-		e.m.PauseByOperator(reason)
+		e.m.Paused(PausedByOperator, reason)
 	case e.hold != nil:
 		parts := slices.DeleteFunc(slices.Clone(e.assigned), func(p Partition) bool {
 			_, held := e.held[p]
@@ -134,7 +134,7 @@ func (e *Engine) obey(ctx context.Context) error {
 		}
 		e.log.Info("resumed by an operator", zap.Duration("paused_for", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
 		e.hold = nil
-		e.m.ResumeByOperator()
+		e.m.Resumed(PausedByOperator)
 	}
 	e.publish()
 	e.ctl.obeyed(seq)

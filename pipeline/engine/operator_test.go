@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
 )
@@ -38,10 +36,10 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 				t.Errorf("%s paused at position %d with %d committed: the batch in hand must commit first", p, pos, got)
 			}
 		}
-		if ready, why := h.m.Readiness(); ready || why != "paused by an operator: store maintenance" {
+		if ready, why := h.m.readiness(); ready || why != "paused by an operator: store maintenance" {
 			t.Errorf("/readyz: ready %v, %q; want 503 with the operator's reason", ready, why)
 		}
-		if got := testutil.ToFloat64(h.m.Paused); got != 1 {
+		if got := float64(h.m.get(func(m *fakeMetrics) int { return len(m.paused) })); got != 1 {
 			t.Errorf("offloader_paused is %v while paused, want 1", got)
 		}
 		st := h.eng.Status()
@@ -79,10 +77,10 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 	if st.Paused != nil || st.Totals.Records != 120 || st.Totals.Produced != 120 || st.LastCommit.IsZero() {
 		t.Errorf("status after the resume: %+v", st)
 	}
-	if got := testutil.ToFloat64(h.m.Paused); got != 0 {
+	if got := float64(h.m.get(func(m *fakeMetrics) int { return len(m.paused) })); got != 0 {
 		t.Errorf("offloader_paused is %v after the resume, want 0", got)
 	}
-	if ready, why := h.m.Readiness(); !ready && strings.Contains(why, "operator") {
+	if ready, why := h.m.readiness(); !ready && strings.Contains(why, "operator") {
 		t.Errorf("/readyz after the resume: %s", why)
 	}
 }
@@ -95,7 +93,7 @@ func TestAPauseAskedBeforeTheRunConsumesNothingUntilTheResume(t *testing.T) {
 	h.eng = h.build()
 	h.eng.Pause("kept across a restart")
 	h.src.script[25] = func(s *source) {
-		if got := testutil.ToFloat64(h.m.RecordsIn); got != 0 {
+		if got := float64(h.m.get(func(m *fakeMetrics) int { return m.in })); got != 0 {
 			t.Errorf("%v records consumed by an instance started paused", got)
 		}
 		st := h.eng.Status()

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/dlt"
-	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 )
 
@@ -77,7 +76,8 @@ type Options struct {
 	// ShutdownTimeout bounds the final commit after ctx ends.
 	ShutdownTimeout time.Duration
 	Logger          *zap.Logger
-	Metrics         *observability.Metrics
+	// Metrics is told what the engine does (nil: nothing is reported).
+	Metrics Metrics
 	// Now is the clock and After the timer (time.Now and time.After outside
 	// tests).
 	Now   func() time.Time
@@ -106,9 +106,6 @@ func (o Options) validate(src Source, session Session) error {
 	}
 	if o.Policy == nil {
 		add("no failure policy (Options.Policy)")
-	}
-	if o.Metrics == nil {
-		add("no metrics (Options.Metrics)")
 	}
 	if len(o.SourceTopics) == 0 {
 		add("no source topics (Options.SourceTopics)")

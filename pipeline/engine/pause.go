@@ -69,7 +69,7 @@ func (e *Engine) paused(err error, d dlt.Decision) {
 	e.pause.since = e.opts.Now()
 	reason := pauseReason(err, e.pause.since)
 	e.pause.reason = reason
-	e.m.Pause(reason)
+	e.m.Paused(PausedByStore, reason)
 	e.publish()
 	e.log.Error("payload store unavailable past its budget: pipeline paused, the batch is retried until the store answers",
 		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", d.Delay))
@@ -83,7 +83,7 @@ func (e *Engine) resumed() {
 	}
 	e.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)),
 		zap.Int("attempts", e.pause.outages))
-	e.m.Resume()
+	e.m.Resumed(PausedByStore)
 	e.pause = pause{}
 	e.publish()
 }

@@ -17,7 +17,7 @@ func (e *Engine) Assigned(parts []Partition) error {
 			e.assigned = append(e.assigned, p)
 		}
 	}
-	e.m.SetReady(len(e.assigned) > 0)
+	e.m.Ready(len(e.assigned) > 0)
 	if committed, err := e.src.Committed(parts); err == nil {
 		for _, o := range committed {
 			e.committed[o.Partition] = o.Offset
@@ -51,7 +51,7 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 	}
 	e.forgetPartitions(parts)
 	e.pause.revoked(parts)
-	e.m.SetReady(len(e.assigned) > 0)
+	e.m.Ready(len(e.assigned) > 0)
 	e.publish()
 	return nil
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -166,6 +165,6 @@ func (e *Engine) forgetPartitions(parts []Partition) {
 		delete(e.lags, p)
 		// The lag of a partition given up is its next owner's to report:
 		// kept here, a sum over instances would count it twice.
-		e.m.ConsumerLag.DeleteLabelValues(p.Topic, strconv.Itoa(int(p.Partition)))
+		e.m.LagGone(p)
 	}
 }
