@@ -76,7 +76,7 @@ type Engine struct {
 	assigned []Partition
 	aborts   int // consecutive Kafka aborts of one batch
 	pause    pause
-	held     map[Partition]time.Time // retry partitions paused until their next record is due
+	ledger   *ledger // why each paused partition is paused
 	// failures counts, in mode: blocking, how often each record failed
 	// (retries in place); forget lists those the batch in hand settles.
 	failures map[Offset]int
@@ -116,11 +116,11 @@ type Engine struct {
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.held, e.failures, e.counted = map[Partition]time.Time{}, map[Offset]int{}, map[Partition]int64{}
+	e.ledger, e.failures, e.counted = newLedger(e.src), map[Offset]int{}, map[Partition]int64{}
 	e.positions, e.committed, e.lags = map[Partition]int64{}, map[Partition]int64{}, map[Partition]int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
-		e.until, e.atEnd = map[Partition]int64{}, map[Partition]bool{}
+		e.until = map[Partition]int64{}
 		for _, o := range e.opts.Until {
 			e.until[o.Partition] = o.Offset
 		}
@@ -346,7 +346,7 @@ func (e *Engine) reachedEnd() (bool, error) {
 	// an earlier run took everything).
 	var unread []Partition
 	for _, p := range e.assigned {
-		if _, ok := at[p]; !ok && e.until[p] > 0 && !e.atEnd[p] {
+		if _, ok := at[p]; !ok && e.until[p] > 0 && !e.ledger.has(p, atEnd) {
 			unread = append(unread, p)
 		}
 	}
@@ -360,7 +360,7 @@ func (e *Engine) reachedEnd() (bool, error) {
 		}
 	}
 	for _, p := range e.assigned {
-		if end, ok := e.until[p]; ok && end > 0 && !e.atEnd[p] && at[p] < end {
+		if end, ok := e.until[p]; ok && end > 0 && !e.ledger.has(p, atEnd) && at[p] < end {
 			return false, nil
 		}
 	}
@@ -388,28 +388,20 @@ func (e *Engine) settleIdle(ctx context.Context) error {
 // end, and whoever reads the partition next starts at rec.
 func (e *Engine) stopAtEnd(rec *pipeline.Record) error {
 	at := Offset{Partition: Partition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset}
-	if err := e.src.Pause([]Partition{at.Partition}); err != nil {
+	if err := e.ledger.pause([]Partition{at.Partition}, atEnd); err != nil {
 		return fmt.Errorf("%w: pausing %s at its end offset: %w", ErrFatal, at.Partition, err)
 	}
 	if err := e.src.Seek([]Offset{at}); err != nil {
 		return fmt.Errorf("%w: seeking %s back to its end offset %d: %w", ErrFatal, at.Partition, at.Offset, err)
 	}
-	e.atEnd[at.Partition] = true
 	return nil
 }
 
 // resumeEnded resumes the partitions paused at their end offset: a rewind
 // sent them back before it, and they are read up to it again.
 func (e *Engine) resumeEnded() error {
-	if len(e.atEnd) == 0 {
-		return nil
-	}
-	parts := make([]Partition, 0, len(e.atEnd))
-	for p := range e.atEnd {
-		parts = append(parts, p)
-	}
-	clear(e.atEnd)
-	if err := e.src.Resume(parts); err != nil {
+	parts := e.ledger.with(atEnd)
+	if err := e.ledger.resume(parts, atEnd); err != nil {
 		return fmt.Errorf("%w: resuming %v after a rewind: %w", ErrFatal, parts, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,11 +124,8 @@ func (e *Engine) obey(ctx context.Context) error {
 		e.hold.reason = reason
 		e.m.Paused(PausedByOperator, reason)
 	case e.hold != nil:
-		parts := slices.DeleteFunc(slices.Clone(e.assigned), func(p Partition) bool {
-			_, held := e.held[p]
-			return held || e.atEnd[p]
-		})
-		if err := e.src.Resume(parts); err != nil {
+		parts := e.ledger.with(byOperator)
+		if err := e.ledger.resume(parts, byOperator); err != nil {
 			return fmt.Errorf("%w: resuming %v after an operator's pause: %w", ErrFatal, parts, err)
 		}
 		e.log.Info("resumed by an operator", zap.Duration("paused_for", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
@@ -148,7 +144,7 @@ func (e *Engine) pauseHeld(parts []Partition) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	if err := e.src.Pause(parts); err != nil {
+	if err := e.ledger.pause(parts, byOperator); err != nil {
 		return fmt.Errorf("%w: pausing %v for an operator: %w", ErrFatal, parts, err)
 	}
 	positions, err := e.src.Positions(parts)

@@ -110,32 +110,24 @@ func (e *Engine) holdUntilDue(rec *pipeline.Record) (bool, error) {
 		return false, nil
 	}
 	at := offsetOf(rec)
-	if err := e.src.Pause([]Partition{at.Partition}); err != nil {
+	if err := e.ledger.pause([]Partition{at.Partition}, untilDue); err != nil {
 		return true, fmt.Errorf("%w: pausing retry partition %s: %w", ErrFatal, at.Partition, err)
 	}
 	if err := e.src.Seek([]Offset{at}); err != nil {
 		return true, fmt.Errorf("%w: seeking retry partition %s back to %d: %w", ErrFatal, at.Partition, at.Offset, err)
 	}
-	e.held[at.Partition] = until
+	e.ledger.due[at.Partition] = until
 	e.log.Debug("retry partition held until its next record is due", zap.String("topic", at.Topic),
 		zap.Int32("partition", at.Partition.Partition), zap.Time("due", until))
 	return true, nil
 }
 
-// resumeDue resumes the held retry partitions whose record is due.
+// resumeDue resumes the held retry partitions whose record is due (those
+// an operator's pause holds too wait for its resume).
 func (e *Engine) resumeDue() error {
-	if e.hold != nil {
-		return nil // an operator's pause: they wait for the resume
-	}
-	now := e.opts.Now()
-	for p, until := range e.held {
-		if now.Before(until) {
-			continue
-		}
-		delete(e.held, p)
-		if err := e.src.Resume([]Partition{p}); err != nil {
-			return fmt.Errorf("%w: resuming retry partition %s: %w", ErrFatal, p, err)
-		}
+	due := e.ledger.dueBy(e.opts.Now())
+	if err := e.ledger.resume(due, untilDue); err != nil {
+		return fmt.Errorf("%w: resuming retry partitions %v: %w", ErrFatal, due, err)
 	}
 	return nil
 }

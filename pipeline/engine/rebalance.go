@@ -45,10 +45,7 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 		e.fatal = err
 	}
 	e.assigned = slices.DeleteFunc(e.assigned, func(p Partition) bool { return slices.Contains(parts, p) })
-	for _, p := range parts {
-		delete(e.held, p) // whoever gets the partition holds it again
-		delete(e.atEnd, p)
-	}
+	e.ledger.forget(parts) // whoever gets them pauses them again
 	e.forgetPartitions(parts)
 	e.pause.revoked(parts)
 	e.m.Ready(len(e.assigned) > 0)

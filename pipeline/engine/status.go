@@ -127,7 +127,7 @@ func (e *Engine) snapshot() *Status {
 		if l, ok := e.lags[p]; ok {
 			ps.Lag = l
 		}
-		_, ps.Held = e.held[p]
+		ps.Held = e.ledger.has(p, untilDue)
 		s.Partitions = append(s.Partitions, ps)
 	}
 	slices.SortFunc(s.Partitions, func(a, b PartitionStatus) int {
