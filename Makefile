@@ -8,7 +8,7 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # The Dockerfile builds with `make build` too.
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BUILDFLAGS := -trimpath -ldflags "$(LDFLAGS)"
-TESTFLAGS ?= -count=1 -timeout 15m
+TESTFLAGS ?= -count=1 -timeout 15m -parallel 4
 # gotestsum renders go test's JSON as it comes: a line per test with its
 # result and time, then the totals; it exits as go test does.
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
@@ -21,8 +21,9 @@ build:
 ## demo: the pipeline on an in-process broker with a report; BOOTSTRAP=host:port
 ## runs it against a real cluster instead.
 ## bin/offloader-demo is offloader with the in-process broker linked in (the
-## demo build tag); bin/offloader, the daemon, links only librdkafka's client.
-demo:
+## demo build tag); bin/offloader, the daemon, links only librdkafka's client
+## (built too: the getting-started guide goes on with it).
+demo: build
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -tags demo -o bin/offloader-demo ./cmd/offloader
 	bin/offloader-demo demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
 

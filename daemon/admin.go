@@ -12,7 +12,7 @@ import (
 
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -73,8 +73,8 @@ const leaveTimeout = 10 * time.Second
 func leaveGroup(p *config.Pipeline, logger *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	id := kafkaedge.GroupInstanceID(p)
-	if err := kafkaedge.RemoveStaticMember(ctx, p); err != nil {
+	id := kafka.GroupInstanceID(p)
+	if err := kafka.RemoveStaticMember(ctx, p); err != nil {
 		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
 		return
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
@@ -71,8 +71,8 @@ type Daemon struct {
 	metrics *observability.Metrics
 	api     *admin.Server
 	stores  map[string]stores.Store
-	group   *kafkaedge.Group
-	session *kafkaedge.Session
+	group   *kafka.Group
+	session *kafka.Session
 	eng     *engine.Engine
 	until   []pipeline.Offset
 	addr    net.Addr
@@ -95,8 +95,8 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		logger.Warn("a setting weakens a guarantee", zap.String("setting", w))
 	}
 	d.metrics = observability.NewMetrics(p.Name)
-	d.metrics.SetBuildInfo(env.Version, env.Commit, kafkaedge.LibraryVersion())
-	d.api = &admin.Server{Pipeline: p.Name, Instance: kafkaedge.TransactionalID(p), Version: env.Version, Stores: d.metrics.StoreHealth,
+	d.metrics.SetBuildInfo(env.Version, env.Commit, kafka.LibraryVersion())
+	d.api = &admin.Server{Pipeline: p.Name, Instance: kafka.TransactionalID(p), Version: env.Version, Stores: d.metrics.StoreHealth,
 		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}
 	if d.addr, err = serveAdmin(ctx, p.Observability, d.metrics, d.api, logger); err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	topology, err := kafkaedge.Inspect(startCtx, p, logger)
+	topology, err := kafka.Inspect(startCtx, p, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
-	if d.group, d.session, err = kafkaedge.Connect(ctx, p, plan, logger, d.metrics.ReplacedProducers); err != nil {
+	if d.group, d.session, err = kafka.Connect(ctx, p, plan, logger, d.metrics.ReplacedProducers); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -201,7 +201,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	}
 	logger.Info("pipeline running",
 		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", string(p.Source.Start())),
-		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafkaedge.TransactionalID(p)),
+		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafka.TransactionalID(p)),
 		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
 	return d, nil
 }
@@ -257,7 +257,7 @@ func checkLimits(p *config.Pipeline, f *limits.Figures, logger *zap.Logger) erro
 
 // chain builds the transform chain against the opened stores and the
 // topics' limits.
-func (d *Daemon) chain(topology *kafkaedge.Topology) (*transforms.Chain, error) {
+func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
 	p := d.p
 	deps := transforms.Deps{
 		Pipeline:       p.Name,

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -43,7 +43,7 @@ func TestADaemonOffloadsABoundedRun(t *testing.T) {
 		}
 		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{byte('a' + i%26)}, size)})
 	}
-	if err := kafkaedge.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
+	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
@@ -222,7 +222,7 @@ func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	groups, err := kafkaedge.OpenGroups(p, zap.NewNop())
+	groups, err := kafka.OpenGroups(p, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func startBroker(t *testing.T, topics map[string]map[string]string) string {
 	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafkaedge.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
+	if err := kafka.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
 		t.Fatal(err)
 	}
 	return bootstrap
@@ -356,9 +356,9 @@ func startBroker(t *testing.T, topics map[string]map[string]string) string {
 // readAll reads a topic read_committed, from the start to its end.
 func readAll(t *testing.T, bootstrap, topic string) []*pipeline.Record {
 	t.Helper()
-	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{
+	r, err := kafka.OpenReader(kafka.ReaderOptions{
 		Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"},
-		Topic: topic, From: kafkaedge.Start{Offset: kafkaedge.Beginning},
+		Topic: topic, From: kafka.Start{Offset: kafka.Beginning},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -369,7 +369,7 @@ func readAll(t *testing.T, bootstrap, topic string) []*pipeline.Record {
 	defer cancel()
 	for {
 		rec, err := r.Next(ctx, time.Second)
-		if errors.Is(err, kafkaedge.ErrEnd) {
+		if errors.Is(err, kafka.ErrEnd) {
 			return got
 		}
 		if err != nil {

@@ -86,6 +86,7 @@ func dockerHealthcheck(t *testing.T, url string) []string {
 // resume loses and duplicates nothing. A wrong token gets 401; the
 // container's HEALTHCHECK command answers.
 func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
+	t.Parallel()
 	raw, slim, root, cfg := filesystemPipeline(t, "steered", 4)
 	group := groupOf(t, cfg)
 	env := []string{"OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0", "OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}

@@ -23,6 +23,7 @@ import (
 // TestAzureBlobConformance runs the store conformance suite against Azurite, with
 // a small single_put_max so the multi-MiB case is staged in parallel blocks.
 func TestAzureBlobConformance(t *testing.T) {
+	t.Parallel()
 	cfg := azblob.DefaultConfig()
 	cfg.ConnectionString = azureConnStr
 	cfg.Container = uniqueName(t, "c")
@@ -41,6 +42,7 @@ func TestAzureBlobConformance(t *testing.T) {
 // TestAzureBlobConformanceWithSAS: the same suite through account_url and
 // sas_token, the way a team without the account key authenticates.
 func TestAzureBlobConformanceWithSAS(t *testing.T) {
+	t.Parallel()
 	endpoint, token := accountSAS(t, sas.AccountPermissions{Read: true, Write: true, Create: true, Delete: true, List: true, Add: true})
 	cfg := azblob.DefaultConfig()
 	cfg.AccountURL, cfg.SASToken = endpoint, token
@@ -60,6 +62,7 @@ func TestAzureBlobConformanceWithSAS(t *testing.T) {
 // larger than it claims costs the resolver what it claims (bounded by
 // MaxSize), not the blob's size: the store refuses it from Content-Length.
 func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
+	t.Parallel()
 	cfg := azblob.DefaultConfig()
 	cfg.ConnectionString = azureConnStr
 	cfg.Container = uniqueName(t, "c")

@@ -3,12 +3,15 @@ package integration
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/offloader/offloader/admin"
 )
 
 // TestRunUntilEndStopsAtTheEndOffsets: run --until-end reads the source's end
@@ -16,13 +19,25 @@ import (
 // printing what it committed per partition. Records written after start-up
 // stay for the next bounded run, which takes exactly those.
 func TestRunUntilEndStopsAtTheEndOffsets(t *testing.T) {
+	t.Parallel()
 	raw, slim, root, cfg := filesystemPipeline(t, "bounded", 3)
 	recs := numberedRecords(3000, 3, 50, 200<<10, 500)
 	produceRecords(t, raw, recs[:2000])
 
-	first := startOffloader(t, []string{"run", "-c", cfg, "--until-end"})
-	first.waitForLog(t, "bounded run: stopping once every assigned partition reaches the end offset", 60*time.Second)
+	// The run starts paused (an operator's pause kept in its pause file),
+	// after it read its end offsets: the records produced then come after
+	// them, however fast the run would have been.
+	pauseFile := filepath.Join(t.TempDir(), "paused")
+	if err := os.WriteFile(pauseFile, []byte("until the test produces more\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := startOffloader(t, []string{"run", "-c", cfg, "--until-end", "--listen", "127.0.0.1:0"}, "OFFLOADER_OBSERVABILITY__PAUSE_FILE="+pauseFile)
+	base := first.metricsURL(t)
+	waitForStatus(t, base, "the run paused", func(st admin.Status) bool { return st.Paused != nil }, 60*time.Second)
 	produceRecords(t, raw, recs[2000:]) // after the end offsets were read
+	if code, out := offloaderCLI(t, nil, "resume", "--url", base); code != 0 {
+		t.Fatalf("offloader resume: exit %d\n%s", code, out)
+	}
 	if code := first.waitExit(t, 120*time.Second); code != 0 {
 		t.Fatalf("first bounded run exit code %d, want 0", code)
 	}

@@ -89,6 +89,7 @@ func decodeField(t *testing.T, s, encoding string) []byte {
 // fetches nothing from the store with --meta (the store's request count
 // proves it), and writes large payloads to files.
 func TestCatWithKcatFlags(t *testing.T) {
+	t.Parallel()
 	connStr, requests := countingAzurite(t)
 	raw, slim, container := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "c")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})

@@ -31,6 +31,7 @@ func writeConfig(t testing.TB, body string) string {
 // small ones pass untouched, filtered records are gone but their offsets are
 // committed. Then slim -> fat through rehydrate restores every value byte for byte.
 func TestChainCompressOffloadAndRehydrate(t *testing.T) {
+	t.Parallel()
 	raw, slim, fat := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "fat")
 	big := map[string]string{"max.message.bytes": "8388608"}
 	createTopic(t, raw, 2, big)

@@ -14,6 +14,7 @@ import (
 // ports with the same broker settings as scripts/services.sh, which the
 // tests use, so that what the tests prove carries over.
 func TestComposeMirrorsTheServicesScript(t *testing.T) {
+	t.Parallel()
 	script, err := os.ReadFile("../scripts/services.sh")
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func parseLines(t *testing.T, reader string, out []byte) []line {
 // example in docs/examples (the documented format only) all resolve the slim
 // topic to the very bytes produced.
 func TestConsumersResolveByteForByte(t *testing.T) {
+	t.Parallel()
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/python-env.sh: %v", err)

@@ -284,6 +284,7 @@ func mixedRecords(partitions int) []sourceRecord {
 // Azurite: the slim topic holds exactly the source records in per-partition
 // order, keys and headers kept, pointers resolving to the original bytes.
 func TestPipelineCopiesEveryRecordOnceInOrder(t *testing.T) {
+	t.Parallel()
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 3, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 3, nil)
@@ -405,6 +406,7 @@ func waitForObjects(t *testing.T, root string, n int) {
 // TestKillNineLosesAndDuplicatesNothing: kill -9 the daemon repeatedly while it
 // works and restart it; the slim topic still holds each source record exactly once.
 func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
+	t.Parallel()
 	raw, slim, root, cfg := filesystemPipeline(t, "crash", 2)
 	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
 
@@ -508,6 +510,7 @@ func assertEachOnce(t *testing.T, got []*kafka.Message, n int, check func(i int,
 // TestDemoAgainstTheRealBroker runs `offloader demo --bootstrap` (the demo's
 // real-cluster mode) and checks its exit code and report.
 func TestDemoAgainstTheRealBroker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, err := exec.Command(offloaderBinary(t), "demo", "--bootstrap", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
 	if err != nil {

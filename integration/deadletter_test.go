@@ -19,6 +19,7 @@ import (
 // their offsets; a poison value over the dead-letter topic's limit travels as a
 // pointer. slim + dead-letter = source, exactly, and every offset is committed.
 func TestPoisonRecordsGoToTheDeadLetterTopic(t *testing.T) {
+	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 2, nil)

@@ -128,6 +128,7 @@ func selects(selector, labels map[string]string) bool {
 // as their ServiceAccount with the workload-identity label; every pipeline
 // file validates.
 func TestKubernetesOverlaysRenderAndHoldTogether(t *testing.T) {
+	t.Parallel()
 	overlays, _ := filepath.Glob("../deploy/overlays/*/kustomization.yaml")
 	if len(overlays) < 2 {
 		t.Fatalf("found %d overlays; two pairs side by side need two", len(overlays))

@@ -76,6 +76,7 @@ func withListen(t *testing.T, args []string, addr string) []string {
 // produced to the raw topic to the slim topic, each once; the image's
 // HEALTHCHECK says healthy.
 func TestTheComposeServicesRunAPipelineFromNothing(t *testing.T) {
+	t.Parallel()
 	var compose struct {
 		Services map[string]struct {
 			Entrypoint  argList           `yaml:"entrypoint"`

@@ -25,6 +25,7 @@ import (
 // afterwards every pointer still on the slim and dead-letter topics
 // resolves, byte for byte, and gc did delete the payloads retention freed.
 func TestGCUnderFire(t *testing.T) {
+	t.Parallel()
 	const partitions, n = 3, 1500
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, partitions, map[string]string{"max.message.bytes": "8388608"})

@@ -117,6 +117,7 @@ func javaReadsBack(t *testing.T, topic, container string, recs []sourceRecord) {
 // TestTheJavaLibraryPasses: clients/java's JUnit tests (the filesystem store,
 // Azurite, the shared pointer vectors) pass under Maven.
 func TestTheJavaLibraryPasses(t *testing.T) {
+	t.Parallel()
 	javaClasspath(t)
 	summary := regexp.MustCompile(`Tests run: (\d+), Failures: 0, Errors: 0, Skipped: 0\n`).FindAllStringSubmatch(javaBuild, -1)
 	if len(summary) == 0 {
@@ -138,6 +139,7 @@ func TestTheJavaLibraryPasses(t *testing.T) {
 // the Java deserializer, on its own consumer, reads every record of the slim
 // topic back to the bytes produced.
 func TestJavaReadsWhatTheDaemonWrites(t *testing.T) {
+	t.Parallel()
 	raw, slim, container := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "c")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 2, nil)
@@ -168,6 +170,7 @@ pipelines:
 // over 64 KiB in Azurite and produces pointers; the Go resolver, offloader
 // cat and the Python example read each record back to what Java produced.
 func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
+	t.Parallel()
 	topic, container := uniqueName(t, "fromjava"), uniqueName(t, "c")
 	createTopic(t, topic, 2, nil)
 	blob := openAzurite(t, container)
@@ -229,6 +232,7 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 // large values in Azurite and produces pointers to the raw topic; the daemon
 // passes them to the slim topic untouched; the Java deserializer reads them.
 func TestJavaReadsGoSerializerPointersThroughTheDaemon(t *testing.T) {
+	t.Parallel()
 	raw, slim, container := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "c")
 	createTopic(t, raw, 2, nil)
 	createTopic(t, slim, 2, nil)
@@ -278,6 +282,7 @@ pipelines:
 // to a topic with their objects in Azurite, are resolved or refused in the
 // same class by the Go resolver and the Java deserializer.
 func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
+	t.Parallel()
 	v, objects, err := resolvertest.Load("../pointer/testdata/vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -398,6 +403,7 @@ for c in doc["cases"]:
 // consumer resolves or refuses every shared vector as the Go resolver and
 // the Java deserializer do.
 func TestThePythonExampleRefusesTheVectorsAlike(t *testing.T) {
+	t.Parallel()
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/python-env.sh: %v", err)

@@ -23,6 +23,7 @@ import (
 // inline or as a pointer, or in the dead-letter topic with the reason. None is
 // lost or dropped.
 func TestSizeLadder(t *testing.T) {
+	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, map[string]string{"max.message.bytes": "300000"})

@@ -16,6 +16,7 @@ import (
 // slim topic whose limit is under the offload threshold: `check` names each
 // with its fix and exits 1; `run` refuses to start.
 func TestCheckNamesMisalignedLimitsAndRunRefuses(t *testing.T) {
+	t.Parallel()
 	raw, slim, retry, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "retry"), uniqueName(t, "dlt")
 	createTopic(t, raw, 4, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 4, map[string]string{"max.message.bytes": "50000"})
@@ -87,6 +88,7 @@ pipelines:
 // dead-letter topics with the source's partition count and limits that fit; a
 // second check finds nothing to fix.
 func TestCheckCreatesMissingTopicsAligned(t *testing.T) {
+	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 3, map[string]string{"max.message.bytes": "4194304"})
 	cfg := writeConfig(t, fmt.Sprintf(`

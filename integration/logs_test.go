@@ -14,6 +14,7 @@ import (
 // the same logger), at info and at debug level; no error carries a stack
 // trace.
 func TestTheLogIsOneJSONStream(t *testing.T) {
+	t.Parallel()
 	for _, level := range []string{"info", "debug"} {
 		raw, slim, _, cfg := filesystemPipeline(t, "json-"+level, 2)
 		recs := numberedRecords(300, 2, 10, 100<<10, 500)
@@ -60,6 +61,7 @@ func TestTheLogIsOneJSONStream(t *testing.T) {
 // makes take their partitions and limits from the source; without it, it
 // creates none and says why.
 func TestCheckCreatesNothingWhileTheSourceIsMissing(t *testing.T) {
+	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	cfg := writeConfig(t, fmt.Sprintf(`
 pipelines:

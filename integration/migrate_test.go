@@ -80,6 +80,7 @@ func historyRecords(n, partitions int) []sourceRecord {
 // points and started again: parity passes, and every record is in the slim
 // topic exactly once, in source order per partition, with its coordinates.
 func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
+	t.Parallel()
 	raw := uniqueName(t, "raw")
 	createTopic(t, raw, 6, map[string]string{"max.message.bytes": "8388608"})
 	recs := historyRecords(1200, 6)
@@ -128,6 +129,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 // slim record is gone (the partition's first records deleted) or a payload
 // was altered (with --deep).
 func TestParityCatchesPlantedFaults(t *testing.T) {
+	t.Parallel()
 	raw := uniqueName(t, "raw")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	recs := historyRecords(60, 2)
@@ -256,6 +258,7 @@ func consumeGroup(t *testing.T, group, topic string, partitions int, n int64) {
 // next record each; --dry-run changes nothing; a group with an active member
 // is refused.
 func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
+	t.Parallel()
 	raw := uniqueName(t, "raw")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	recs := historyRecords(80, 2) // 40 per partition
@@ -321,6 +324,7 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 
 // TestAnalyzeReportsExactFigures: analyze on a seeded topic with known sizes.
 func TestAnalyzeReportsExactFigures(t *testing.T) {
+	t.Parallel()
 	raw := uniqueName(t, "raw")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "3145728"})
 	var recs []sourceRecord

@@ -46,6 +46,7 @@ type alertRules struct {
 // and measured lag; every expression parses; the dashboard shows, and the
 // rules alert on, what operations need.
 func TestTheDashboardAndAlertsUseLiveMetrics(t *testing.T) {
+	t.Parallel()
 	series := liveSeries(t)
 	exprs := map[string]string{} // where -> PromQL
 	var dash struct {

@@ -39,6 +39,7 @@ for case in json.load(sys.stdin):
 // example in docs/pointer-format.md take the same records for pointers and
 // refuse the same forged ones: one rule, as documented.
 func TestGoAndPythonReadersAgreeOnPointers(t *testing.T) {
+	t.Parallel()
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/python-env.sh: %v", err)

@@ -13,6 +13,7 @@ import (
 // tombstone), and a topic that refuses some is exit 1 with the count and
 // the fix, not a silent drop.
 func TestDemoProducesTestRecordsToATopic(t *testing.T) {
+	t.Parallel()
 	topic := uniqueName(t, "raw")
 	createTopic(t, topic, 3, map[string]string{"max.message.bytes": "8388608"})
 	out, err := exec.Command(offloaderBinary(t), "demo", "--bootstrap", bootstrap, "--produce-to", topic,

@@ -35,6 +35,7 @@ func s3Config(t *testing.T) s3.Config {
 // emulator, with a small single_put_max so that the multi-MiB case is a
 // multipart upload.
 func TestS3Conformance(t *testing.T) {
+	t.Parallel()
 	cfg := s3Config(t)
 	cfg.SinglePutMax = 5 * settings.MiB
 	cfg.PartSize = 5 * settings.MiB
@@ -84,6 +85,7 @@ func (p *cuttingProxy) start(t *testing.T) string {
 // own attempts end with the headers); with one attempt it fails retryable,
 // for the store budget around the call to try again.
 func TestS3GetTriesABodyCutShortAgain(t *testing.T) {
+	t.Parallel()
 	p := &cuttingProxy{key: "cut/body"}
 	cfg := s3Config(t)
 	cfg.Endpoint = p.start(t)

@@ -105,6 +105,7 @@ func (sp *steadyProducer) finish(t *testing.T) int {
 // offsets cover the raw topic. It logs how long output paused around each
 // step (docs/operations.md reports the figures).
 func TestScaleOutKeepsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	const partitions = 12
 	raw, slim, root, cfg := filesystemPipeline(t, "scaled", partitions)
 	setTopicConfig(t, slim, "message.timestamp.type", "LogAppendTime") // a slim record's time is when it was written

@@ -18,6 +18,7 @@ import (
 // them to the slim topic byte for byte and stores nothing more, and every
 // record resolves to what the producer meant.
 func TestTheDaemonPassesSerializerPointersThrough(t *testing.T) {
+	t.Parallel()
 	raw, slim, root, cfg := filesystemPipeline(t, "passthrough", 2)
 	store := openFS(t, root)
 	s, err := serializer.New(serializer.Config{Store: store, StoreName: "payloads", Threshold: 64 << 10, Prefix: "producer-svc"})

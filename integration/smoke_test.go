@@ -13,6 +13,7 @@ import (
 // TestTopicSizeLimitReadsBack: the size-limit checks read max.message.bytes through
 // DescribeConfigs; the broker must report a topic override as set.
 func TestTopicSizeLimitReadsBack(t *testing.T) {
+	t.Parallel()
 	topic := uniqueName(t, "limit")
 	createTopic(t, topic, 1, map[string]string{"max.message.bytes": "524288"})
 	admin := newAdmin(t)
@@ -38,6 +39,7 @@ func TestTopicSizeLimitReadsBack(t *testing.T) {
 // TestProduceConsumeRoundTrip: records keep key, value, headers and per-partition
 // order through the real broker with the client offloader uses.
 func TestProduceConsumeRoundTrip(t *testing.T) {
+	t.Parallel()
 	topic := uniqueName(t, "rt")
 	createTopic(t, topic, 1, nil)
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.idempotence": true})
@@ -79,6 +81,7 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 // TestAbortedTransactionIsInvisibleToReadCommitted is the property exactly-once
 // rests on: what an aborted transaction wrote never reaches a read_committed reader.
 func TestAbortedTransactionIsInvisibleToReadCommitted(t *testing.T) {
+	t.Parallel()
 	topic := uniqueName(t, "txn")
 	createTopic(t, topic, 1, nil)
 	p, err := kafka.NewProducer(&kafka.ConfigMap{

@@ -12,6 +12,7 @@ import (
 // time with a time, and only what is written after it started with latest;
 // the first start logs which it used and how many records that means.
 func TestANewGroupStartsWhereStartFromSays(t *testing.T) {
+	t.Parallel()
 	raw := uniqueName(t, "raw")
 	createTopic(t, raw, 2, nil)
 	recs := numberedRecords(200, 2, 0, 0, 500)

@@ -15,6 +15,7 @@ import (
 // to after a broker restart), the instance is fenced, rejoins with the same
 // identity, and goes on: every record once, no exit.
 func TestAFencedStaticMemberRejoinsOnce(t *testing.T) {
+	t.Parallel()
 	raw, slim, root, cfg := filesystemPipeline(t, "static", 2)
 	group := groupOf(t, cfg)
 	txid := uniqueName(t, "tx")

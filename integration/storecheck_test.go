@@ -53,6 +53,7 @@ func accountSAS(t *testing.T, perms sas.AccountPermissions) (endpoint, token str
 // missing container and credentials that may not write are each a FAILS row
 // with a fix, and exit 1.
 func TestCheckProbesEveryStore(t *testing.T) {
+	t.Parallel()
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 1, nil)
 	createTopic(t, slim, 1, nil)

@@ -21,6 +21,7 @@ import (
 // killed with SIGKILL three times mid-work: every record once, every pointer
 // resolves byte for byte.
 func TestKillNineWithS3AndHTTPStores(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"s3", "http"} {
 		t.Run(kind, func(t *testing.T) {
 			var storeYAML string

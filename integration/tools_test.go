@@ -12,6 +12,7 @@ import (
 // the fixes that offloader check prints (kafka-topics.sh, kafka-configs.sh)
 // run as printed.
 func TestKafkaToolsRunAgainstTheBroker(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(servicesScript, "install", "tools").CombinedOutput()
 	if err != nil {
 		t.Fatalf("install tools: %v\n%s", err, out)

@@ -43,6 +43,7 @@ func forgedRetryHeaders(topic, partition, offset string) []kafka.Header {
 // pipeline: its records land under their own coordinates, the headers are
 // removed and counted, and the victim's pointer still resolves byte for byte.
 func TestSourceRecordCannotChooseItsObjectKey(t *testing.T) {
+	t.Parallel()
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, nil)
@@ -120,6 +121,7 @@ pipelines:
 // resolves to the original key, value and headers byte for byte. Its small
 // value is not offloaded on the way (no orphan).
 func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
+	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, nil) // the broker's default limits, 1 MiB
@@ -209,6 +211,7 @@ pipelines:
 // with forged or broken pointers prints every record, each bad one with its
 // error, and exits 1 at the end; --no-resolve prints them as stored and exits 0.
 func TestCatShowsEveryRecordOfATopicWithBadPointers(t *testing.T) {
+	t.Parallel()
 	topic := uniqueName(t, "dlt")
 	createTopic(t, topic, 1, nil)
 	root := t.TempDir()

@@ -4,7 +4,7 @@
 // source, and the exact translation of consumer group offsets from the raw
 // topic to the slim topic. It reads no Kafka itself: the records come from
 // the caller (offloader migrate and analyze read them through
-// internal/kafkaedge), so everything here is tested on plain records.
+// internal/kafka), so everything here is tested on plain records.
 package migration
 
 import (

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
@@ -102,7 +102,7 @@ partition: quick on a large topic).`,
 			switch {
 			case err != nil:
 				return c.usageError(fs, "-o: %v", err)
-			case start.Offset == kafkaedge.End && start.Time.IsZero() && start.Tail == 0:
+			case start.Offset == kafka.End && start.Time.IsZero() && start.Tail == 0:
 				return c.usageError(fs, "-o end reads nothing to analyze: give beginning, N, -N or @TIME")
 			case sample < 0 || top < 0:
 				return c.usageError(fs, "--sample and --top must not be negative")
@@ -110,9 +110,9 @@ partition: quick on a large topic).`,
 				return c.usageError(fs, "say what to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
 			}
 			if sample > 0 {
-				start = kafkaedge.Start{Tail: int64(sample)}
+				start = kafka.Start{Tail: int64(sample)}
 			}
-			if problems := kafkaedge.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
+			if problems := kafka.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
 				return c.usageError(fs, "%v", problems.Err())
 			}
 			p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}
@@ -164,7 +164,7 @@ var errUsage = errors.New("usage")
 type analyzeOptions struct {
 	topic         string
 	parts         []int32
-	from          kafkaedge.Start
+	from          kafka.Start
 	to, threshold string
 	top           int
 }
@@ -185,7 +185,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	defer logger.Sync()
 	surveyCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	f, err := kafkaedge.Survey(surveyCtx, p, logger)
+	f, err := kafka.Survey(surveyCtx, p, logger)
 	if err != nil {
 		return analysisReport{}, err
 	}
@@ -233,7 +233,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	}
 	a.Gate(applies, slimLimit)
 	started := time.Now()
-	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
+	r, err := kafka.OpenReader(kafka.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
 		Topic: o.topic, Partitions: o.parts, From: o.from, Until: until})
 	if err != nil {
 		return analysisReport{}, err
@@ -241,7 +241,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	defer r.Close()
 	for {
 		rec, err := r.Next(ctx, time.Second)
-		if errors.Is(err, kafkaedge.ErrEnd) {
+		if errors.Is(err, kafka.ErrEnd) {
 			break
 		}
 		if err != nil {
@@ -302,7 +302,7 @@ func analysisEnd(ctx context.Context, p *config.Pipeline, topic string, partitio
 		if err != nil {
 			return nil, fmt.Errorf("%w: --to: %v", errUsage, err)
 		}
-		g, err := kafkaedge.OpenGroups(p, zap.NewNop())
+		g, err := kafka.OpenGroups(p, zap.NewNop())
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
@@ -168,7 +168,7 @@ Examples:
 			case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
 				return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 			}
-			if problems := kafkaedge.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
+			if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
 				return c.usageError(fs, "%v", problems.Err())
 			}
 			if o.printer, err = newPrinter(format, fmtString, c.recordsOut()); err != nil {
@@ -228,7 +228,7 @@ type catOptions struct {
 	bootstrap, topic        string
 	props                   map[string]string
 	partitions              []int32
-	from                    kafkaedge.Start
+	from                    kafka.Start
 	count                   int
 	follow, noResolve, meta bool
 	stores                  []givenStore // from --store
@@ -273,12 +273,12 @@ func (c *cli) usageError(fs *flag.FlagSet, format string, args ...any) int {
 }
 
 // parseStart reads -o (and the older --from forms offset:N and time:T).
-func parseStart(s string) (kafkaedge.Start, error) {
+func parseStart(s string) (kafka.Start, error) {
 	switch {
 	case s == "beginning":
-		return kafkaedge.Start{Offset: kafkaedge.Beginning}, nil
+		return kafka.Start{Offset: kafka.Beginning}, nil
 	case s == "end":
-		return kafkaedge.Start{Offset: kafkaedge.End}, nil
+		return kafka.Start{Offset: kafka.End}, nil
 	case strings.HasPrefix(s, "offset:"):
 		return parseStart(strings.TrimPrefix(s, "offset:"))
 	case strings.HasPrefix(s, "time:"):
@@ -286,22 +286,22 @@ func parseStart(s string) (kafkaedge.Start, error) {
 	case strings.HasPrefix(s, "@"), strings.HasPrefix(s, "s@"):
 		at := s[strings.Index(s, "@")+1:]
 		if ms, err := strconv.ParseInt(at, 10, 64); err == nil && ms >= 0 {
-			return kafkaedge.Start{Time: time.UnixMilli(ms)}, nil
+			return kafka.Start{Time: time.UnixMilli(ms)}, nil
 		}
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			return kafkaedge.Start{}, fmt.Errorf("@TIME needs an RFC 3339 time such as @2026-11-29T10:00:00Z or milliseconds since the epoch, got %q", s)
+			return kafka.Start{}, fmt.Errorf("@TIME needs an RFC 3339 time such as @2026-11-29T10:00:00Z or milliseconds since the epoch, got %q", s)
 		}
-		return kafkaedge.Start{Time: t}, nil
+		return kafka.Start{Time: t}, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	switch {
 	case err != nil:
-		return kafkaedge.Start{}, fmt.Errorf("want beginning, end, N, -N or @TIME, got %q", s)
+		return kafka.Start{}, fmt.Errorf("want beginning, end, N, -N or @TIME, got %q", s)
 	case n < 0:
-		return kafkaedge.Start{Tail: -n}, nil
+		return kafka.Start{Tail: -n}, nil
 	}
-	return kafkaedge.Start{Offset: n}, nil
+	return kafka.Start{Offset: n}, nil
 }
 
 // openCatStores opens the pipeline file's stores and those given with
@@ -359,7 +359,7 @@ func isTerminal(w io.Writer) bool {
 // stored). A record that does not resolve is printed with its error and the
 // listing goes on; the error returned then counts them.
 func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
-	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{
+	r, err := kafka.OpenReader(kafka.ReaderOptions{
 		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
 		Partitions: o.partitions, From: o.from, Follow: o.follow,
 	})
@@ -370,7 +370,7 @@ func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut 
 	printed, failed := 0, 0
 	for o.count == 0 || printed < o.count {
 		rec, err := r.Next(ctx, 200*time.Millisecond)
-		if errors.Is(err, kafkaedge.ErrEnd) || (err != nil && ctx.Err() != nil) {
+		if errors.Is(err, kafka.ErrEnd) || (err != nil && ctx.Err() != nil) {
 			break
 		}
 		if err != nil {

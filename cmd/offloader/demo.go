@@ -14,7 +14,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/resolver"
@@ -99,7 +99,7 @@ record the topic refuses (over its max.message.bytes) is exit 1, with the count.
 				fmt.Fprintln(c.stderr, "offloader demo: --sizes and -X go with --produce-to")
 				return exitUsage
 			}
-			if problems := kafkaedge.CheckClientProperties("-X", "producer", o.props); len(problems) > 0 {
+			if problems := kafka.CheckClientProperties("-X", "producer", o.props); len(problems) > 0 {
 				fmt.Fprintf(c.stderr, "offloader demo: %v\n", problems.Err())
 				return exitUsage
 			}
@@ -237,7 +237,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	defer logger.Sync()
 	fmt.Fprintf(out, "pipeline    %s (offload, threshold: auto, payloads in %s)\n", file, filepath.Join(dir, "payloads", runID))
 	inspectCtx, cancelInspect := context.WithTimeout(ctx, 30*time.Second)
-	topology, err := kafkaedge.Inspect(inspectCtx, p, logger)
+	topology, err := kafka.Inspect(inspectCtx, p, logger)
 	cancelInspect()
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// The raw topic takes the multi-MiB records the demo is about.
-	return kafkaedge.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{raw: {"max.message.bytes": "16777216"}, slim: nil})
+	return kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{raw: {"max.message.bytes": "16777216"}, slim: nil})
 }
 
 func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
@@ -288,7 +288,7 @@ func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
 		out[i] = &pipeline.Record{Topic: topic, Partition: r.partition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 	}
-	if err := kafkaedge.Produce(bootstrap, nil, out, 16<<20, 2*time.Minute); err != nil {
+	if err := kafka.Produce(bootstrap, nil, out, 16<<20, 2*time.Minute); err != nil {
 		return 0, fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return total, nil
@@ -334,9 +334,9 @@ pipelines:
 // demoConsume reads the slim topic (read_committed) until it holds n records,
 // then one more second so that duplicates would show.
 func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDone <-chan error) ([]*pipeline.Record, error) {
-	r, err := kafkaedge.OpenReader(kafkaedge.ReaderOptions{
+	r, err := kafka.OpenReader(kafka.ReaderOptions{
 		Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"},
-		Topic: topic, From: kafkaedge.Start{Offset: kafkaedge.Beginning}, Follow: true,
+		Topic: topic, From: kafka.Start{Offset: kafka.Beginning}, Follow: true,
 	})
 	if err != nil {
 		return nil, err

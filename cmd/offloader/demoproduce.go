@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 )
@@ -24,7 +24,7 @@ func (c *cli) produceTo(o demoOptions) error {
 	var total int64
 	largest, tombstones := 0, 0
 	for i, r := range recs {
-		out[i] = &pipeline.Record{Topic: o.produceTo, Partition: kafkaedge.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
+		out[i] = &pipeline.Record{Topic: o.produceTo, Partition: kafka.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 		largest = max(largest, len(r.value))
 		if r.value == nil {
@@ -32,12 +32,12 @@ func (c *cli) produceTo(o demoOptions) error {
 		}
 	}
 	started := time.Now()
-	err := kafkaedge.Produce(o.bootstrap, o.props, out, 16<<20, 5*time.Minute)
+	err := kafka.Produce(o.bootstrap, o.props, out, 16<<20, 5*time.Minute)
 	switch {
-	case errors.Is(err, kafkaedge.ErrUnknownTopic):
+	case errors.Is(err, kafka.ErrUnknownTopic):
 		return fmt.Errorf("producing to %s: %w\n  fix: create it: kafka-topics.sh --bootstrap-server %s --create --topic %[1]s --partitions 3 --config max.message.bytes=16777216",
 			o.produceTo, err, o.bootstrap)
-	case errors.Is(err, kafkaedge.ErrRecordTooLarge):
+	case errors.Is(err, kafka.ErrRecordTooLarge):
 		return fmt.Errorf("producing to %s: %w\n  fix: raise the topic's limit (kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %[1]s --add-config max.message.bytes=16777216) or give smaller --sizes",
 			o.produceTo, err, o.bootstrap)
 	case err != nil:
@@ -57,7 +57,7 @@ func sizedRecords(n int, sizes []int) []demoRecord {
 	buf := randomBytes(rand.New(rand.NewPCG(1159, 782)), 2*largest)
 	recs := make([]demoRecord, n)
 	for i := range recs {
-		r := demoRecord{partition: kafkaedge.AnyPartition, key: fmt.Sprintf("order-%05d", i),
+		r := demoRecord{partition: kafka.AnyPartition, key: fmt.Sprintf("order-%05d", i),
 			headers: []pipeline.Header{{Key: "source", Value: []byte("offloader-demo")}}}
 		if i%50 != 49 {
 			size := sizes[i%len(sizes)]

@@ -13,7 +13,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/gc"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
 )
 
@@ -102,7 +102,7 @@ func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Durati
 		return nil, err
 	}
 	defer logger.Sync()
-	groups, err := kafkaedge.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(p, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Durati
 		Progress: func(format string, args ...any) {
 			fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
 		}}
-	return gc.Collect(ctx, plan, kafkaedge.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
+	return gc.Collect(ctx, plan, kafka.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
 }
 
 // printGC prints what gc read, proved, kept and deleted.

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	// Store backends and transforms register themselves by type name.
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/redact"
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
@@ -67,7 +67,7 @@ func commands() []*command {
 func main() {
 	// Before any Kafka client starts its threads (validating a pipeline
 	// file creates some).
-	kafkaedge.LimitMallocArenas()
+	kafka.LimitMallocArenas()
 	c := &cli{stdout: redact.NewWriter(os.Stdout), stderr: redact.NewWriter(os.Stderr), records: os.Stdout, environ: os.Environ()}
 	os.Exit(c.main(os.Args[1:]))
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/pipeline/engine"
 )
 
@@ -42,7 +42,7 @@ func (m *migrationProgress) start(until []engine.Offset) {
 	for _, o := range until {
 		total += o.Offset
 	}
-	if g, err := kafkaedge.OpenGroups(m.p, zap.NewNop()); err == nil {
+	if g, err := kafka.OpenGroups(m.p, zap.NewNop()); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, topic := range m.p.Source.Topics {
 			n, _ := g.Partitions(topic)

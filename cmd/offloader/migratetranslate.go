@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 )
@@ -92,12 +92,12 @@ func (c *cli) translateOffsets(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
 	defer cancel()
-	groups, err := kafkaedge.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(p, logger)
 	if err != nil {
 		return fail(err)
 	}
 	defer groups.Close()
-	cluster := kafkaedge.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer)
+	cluster := kafka.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer)
 	plan, err := migration.PlanTranslation(ctx, cluster, migration.TranslateOptions{
 		Group: *group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		Wait: *wait,

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/resolver"
@@ -88,7 +88,7 @@ func printParity(w io.Writer, results []migration.Result) (failed int) {
 // checkParity checks the parity of what the pipeline's group committed
 // (migration.Verify), reading the cluster through the Kafka edge.
 func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) ([]migration.Result, int, error) {
-	groups, err := kafkaedge.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(p, logger)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -110,5 +110,5 @@ func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap
 	if t, ok := p.Source.StartTime(); ok {
 		o.StartTime = t
 	}
-	return migration.Verify(ctx, kafkaedge.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), o)
+	return migration.Verify(ctx, kafka.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), o)
 }

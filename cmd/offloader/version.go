@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/offloader/offloader/internal/kafkaedge"
+	"github.com/offloader/offloader/internal/kafka"
 )
 
 func versionCommand() *command {
@@ -16,7 +16,7 @@ func versionCommand() *command {
 			if code, ok := c.parse(c.flags(find("version")), args); !ok {
 				return code
 			}
-			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafkaedge.LibraryVersion())
+			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafka.LibraryVersion())
 			return exitOK
 		},
 	}

@@ -1,6 +1,6 @@
 // Package engine is offloader's exactly-once consume-transform-produce loop,
 // run against two small interfaces of its own: a group Source and a
-// transactional Session (internal/kafkaedge adapts librdkafka to both). Each
+// transactional Session (internal/kafka adapts librdkafka to both). Each
 // transaction holds one batch of output records plus the consumer positions
 // after that batch, so a record's output and its offset commit together or
 // not at all. What becomes of a failure is the failure policy's decision

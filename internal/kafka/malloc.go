@@ -1,6 +1,6 @@
 //go:build !musl
 
-package kafkaedge
+package kafka
 
 /*
 #include <malloc.h>

@@ -1,9 +1,9 @@
-// Package kafkaedge is offloader's edge to Kafka on confluent-kafka-go (cgo,
+// Package kafka is offloader's edge to Kafka on confluent-kafka-go (cgo,
 // bundled librdkafka), the only package besides cmd/ that imports it: the
 // clients' configuration, the group Source and transactional Session the
 // engine (pipeline/engine) runs against, with the stuck-call watchdog that
 // replaces a stuck producer, and the admin calls that check and run use.
-package kafkaedge
+package kafka
 
 import (
 	"os"

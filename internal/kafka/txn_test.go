@@ -1,4 +1,4 @@
-package kafkaedge
+package kafka
 
 import (
 	"context"
