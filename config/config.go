@@ -13,6 +13,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/offloader/offloader/dlt"
@@ -131,6 +132,19 @@ type Kafka struct {
 	// TransactionalID must be stable for one instance across restarts and unique
 	// among live instances. Default: offloader-<pipeline>-<hostname>.
 	TransactionalID string `key:"transactional_id"`
+}
+
+// TransactionalID is the pipeline's transactional.id: kafka.transactional_id,
+// or offloader-<pipeline>-<hostname>.
+func (p *Pipeline) TransactionalID() string {
+	if p.Kafka.TransactionalID != "" {
+		return p.Kafka.TransactionalID
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "offloader-" + p.Name + "-" + host
 }
 
 // Source names what to consume.

@@ -73,8 +73,9 @@ const leaveTimeout = 10 * time.Second
 func leaveGroup(p *config.Pipeline, logger *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	id := kafka.GroupInstanceID(p)
-	if err := kafka.RemoveStaticMember(ctx, p); err != nil {
+	k := Kafka(p)
+	id := k.GroupInstanceID()
+	if err := kafka.RemoveStaticMember(ctx, k); err != nil {
 		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
 		return
 	}

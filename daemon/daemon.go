@@ -96,7 +96,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	}
 	d.metrics = observability.NewMetrics(p.Name)
 	d.metrics.SetBuildInfo(env.Version, env.Commit, kafka.LibraryVersion())
-	d.api = &admin.Server{Pipeline: p.Name, Instance: kafka.TransactionalID(p), Version: env.Version, Stores: d.metrics.StoreHealth,
+	d.api = &admin.Server{Pipeline: p.Name, Instance: p.TransactionalID(), Version: env.Version, Stores: d.metrics.StoreHealth,
 		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}
 	if d.addr, err = serveAdmin(ctx, p.Observability, d.metrics, d.api, logger); err != nil {
 		return nil, err
@@ -104,10 +104,11 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	topology, err := kafka.Inspect(startCtx, p, logger)
+	topology, err := kafka.Inspect(startCtx, Kafka(p), logger)
 	if err != nil {
 		return nil, err
 	}
+	topology.Figures.AddPipeline(p)
 	if err := checkLimits(p, topology.Figures, logger); err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		return nil, err
 	}
 
-	plan := topology.Memory(p)
+	plan := topology.Memory(int64(p.Memory.InFlight), p.Memory.MaxUploads)
 	batchBytes := min(plan.Batch, int64(p.Commit.MaxBytes))
 	logger.Info("memory budget (memory.in_flight) split",
 		zap.String("in_flight", settings.Size(plan.InFlight).String()),
@@ -140,7 +141,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
-	if d.group, d.session, err = kafka.Connect(ctx, p, plan, logger, d.metrics.ReplacedProducers); err != nil {
+	if d.group, d.session, err = kafka.Connect(ctx, Kafka(p), plan, logger, d.metrics.ReplacedProducers); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -201,7 +202,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	}
 	logger.Info("pipeline running",
 		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", string(p.Source.Start())),
-		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", kafka.TransactionalID(p)),
+		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", p.TransactionalID()),
 		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
 	return d, nil
 }

@@ -222,7 +222,7 @@ func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	groups, err := kafka.OpenGroups(p, zap.NewNop())
+	groups, err := kafka.OpenGroups(KafkaClient(p), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,10 +128,18 @@ type Problem struct {
 	What, Fix string
 }
 
-// AddChain asks the chain's steps (transforms.Bound) what changes record
-// sizes: the first offload step's threshold in bytes, and how large the steps
-// that grow records (rehydrate's max_size) let them get.
-func (f *Figures) AddChain(p *config.Pipeline) {
+// AddPipeline adds the figures of p itself to those read from the cluster:
+// its stores' object lifetimes, and what its chain's steps
+// (transforms.Bound) do to record sizes: the first offload step's threshold
+// in bytes, and how large the steps that grow records (rehydrate's
+// max_size) let them get.
+func (f *Figures) AddPipeline(p *config.Pipeline) {
+	f.ObjectLifetimes = map[string]time.Duration{}
+	for name, s := range p.Stores {
+		if s.ObjectLifetime > 0 {
+			f.ObjectLifetimes[name] = s.ObjectLifetime
+		}
+	}
 	limit := f.LimitOf(f.Slim).Bytes
 	for _, s := range p.Transforms {
 		b, ok := s.Config.(transforms.Bound)

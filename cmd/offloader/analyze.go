@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/migration"
@@ -185,7 +186,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	defer logger.Sync()
 	surveyCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	f, err := kafka.Survey(surveyCtx, p, logger)
+	f, err := daemon.Survey(surveyCtx, p, logger)
 	if err != nil {
 		return analysisReport{}, err
 	}
@@ -302,7 +303,7 @@ func analysisEnd(ctx context.Context, p *config.Pipeline, topic string, partitio
 		if err != nil {
 			return nil, fmt.Errorf("%w: --to: %v", errUsage, err)
 		}
-		g, err := kafka.OpenGroups(p, zap.NewNop())
+		g, err := kafka.OpenGroups(daemon.KafkaClient(p), zap.NewNop())
 		if err != nil {
 			return nil, err
 		}

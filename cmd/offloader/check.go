@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
@@ -117,13 +118,13 @@ bound for the dead-letter topic as a problem (--sample 0 skips this).`,
 // surveyKafka prints the limit table (creating missing topics first when
 // create is set), and reports whether every limit fits.
 func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Logger, create bool) bool {
-	figures, err := kafka.Survey(ctx, p, logger)
+	figures, err := daemon.Survey(ctx, p, logger)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 		return false
 	}
 	if create {
-		created, err := kafka.CreateMissing(ctx, p, figures, logger)
+		created, err := kafka.CreateMissing(ctx, daemon.KafkaClient(p), figures, logger)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 			return false
@@ -132,7 +133,7 @@ func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Lo
 			fmt.Fprintf(c.stdout, "created topic %s\n", t)
 		}
 		if len(created) > 0 {
-			if figures, err = kafka.Survey(ctx, p, logger); err != nil {
+			if figures, err = daemon.Survey(ctx, p, logger); err != nil {
 				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 				return false
 			}

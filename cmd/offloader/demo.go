@@ -237,7 +237,7 @@ func (c *cli) demo(ctx context.Context, o demoOptions) error {
 	defer logger.Sync()
 	fmt.Fprintf(out, "pipeline    %s (offload, threshold: auto, payloads in %s)\n", file, filepath.Join(dir, "payloads", runID))
 	inspectCtx, cancelInspect := context.WithTimeout(ctx, 30*time.Second)
-	topology, err := kafka.Inspect(inspectCtx, p, logger)
+	topology, err := kafka.Inspect(inspectCtx, daemon.Kafka(p), logger)
 	cancelInspect()
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
@@ -102,7 +103,7 @@ func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Durati
 		return nil, err
 	}
 	defer logger.Sync()
-	groups, err := kafka.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -42,7 +43,7 @@ func (m *migrationProgress) start(until []engine.Offset) {
 	for _, o := range until {
 		total += o.Offset
 	}
-	if g, err := kafka.OpenGroups(m.p, zap.NewNop()); err == nil {
+	if g, err := kafka.OpenGroups(daemon.KafkaClient(m.p), zap.NewNop()); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, topic := range m.p.Source.Topics {
 			n, _ := g.Partitions(topic)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
@@ -92,7 +93,7 @@ func (c *cli) translateOffsets(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
 	defer cancel()
-	groups, err := kafka.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
 	if err != nil {
 		return fail(err)
 	}

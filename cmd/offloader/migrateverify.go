@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
@@ -88,7 +89,7 @@ func printParity(w io.Writer, results []migration.Result) (failed int) {
 // checkParity checks the parity of what the pipeline's group committed
 // (migration.Verify), reading the cluster through the Kafka edge.
 func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) ([]migration.Result, int, error) {
-	groups, err := kafka.OpenGroups(p, logger)
+	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
 	if err != nil {
 		return nil, 0, err
 	}

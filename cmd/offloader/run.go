@@ -102,13 +102,13 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 				if err := config.CheckListen(*listen); err != nil {
 					return c.usageError(fs, "--listen %v", err)
 				}
+				// As an override of observability.listen, so that the file
+				// is validated with it (a pause_file needs a listener).
+				c.environ = append(c.environ, config.OverridePrefix+"OBSERVABILITY__LISTEN="+*listen)
 			}
 			p, code, ok := c.loadPipeline(fs.Name(), src)
 			if !ok {
 				return code
-			}
-			if *listen != "" {
-				p.Observability.Listen = *listen
 			}
 			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
 			if err != nil {

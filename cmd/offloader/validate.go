@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/transforms"
@@ -82,7 +83,7 @@ filled in and secrets redacted.`,
 func derived(p *config.Pipeline) string {
 	var b strings.Builder
 	b.WriteString("# derived by run:\n")
-	fmt.Fprintf(&b, "#   transactional.id and group.instance.id: %s\n", kafka.TransactionalID(p))
+	fmt.Fprintf(&b, "#   transactional.id and group.instance.id: %s\n", p.TransactionalID())
 	fmt.Fprintf(&b, "#   a new group starts at: %s\n", p.Source.Start())
 	for i, step := range p.Transforms {
 		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok {
@@ -125,7 +126,7 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 	// typo fails here with its path, not at run time.
 	var problems settings.Problems
 	for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
-		problems = append(problems, kafka.CheckProperties("pipelines."+name, f.Pipelines[name])...)
+		problems = append(problems, kafka.CheckProperties("pipelines."+name, daemon.KafkaClient(f.Pipelines[name]))...)
 	}
 	if len(problems) > 0 {
 		c.reportConfigError(*src.file, problems)

@@ -6,12 +6,11 @@
 package kafka
 
 import (
-	"os"
 	"strconv"
+	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 )
 
@@ -41,19 +40,6 @@ var (
 func LibraryVersion() string {
 	_, v := kafka.LibraryVersion()
 	return v
-}
-
-// TransactionalID returns the pipeline's transactional.id: the configured one, or
-// offloader-<pipeline>-<hostname>.
-func TransactionalID(p *config.Pipeline) string {
-	if p.Kafka.TransactionalID != "" {
-		return p.Kafka.TransactionalID
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	return "offloader-" + p.Name + "-" + host
 }
 
 func configMap(defaults, budget kafka.ConfigMap, user map[string]string, fixed kafka.ConfigMap) *kafka.ConfigMap {
@@ -93,15 +79,15 @@ func setByUser(user map[string]string, name string) bool {
 
 // producerConfig is the producer's librdkafka configuration for a pipeline,
 // its queue sized from plan (librdkafka's default is 1 GiB of C memory).
-func producerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
+func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	budget := kafka.ConfigMap{}
 	if plan.ProduceQueue > 0 {
 		budget["queue.buffering.max.kbytes"] = int(plan.ProduceQueue >> 10)
 		budget["queue.buffering.max.messages"] = plan.ProduceMessages
 	}
-	return configMap(producerDefaults, budget, p.Kafka.Producer, kafka.ConfigMap{
-		"bootstrap.servers":  p.Kafka.BootstrapServers,
-		"transactional.id":   TransactionalID(p),
+	return configMap(producerDefaults, budget, p.Producer, kafka.ConfigMap{
+		"bootstrap.servers":  p.Bootstrap,
+		"transactional.id":   p.TransactionalID,
 		"enable.idempotence": true,
 		// Nothing reads delivery reports: a failed delivery fails the commit.
 		"go.delivery.reports": false,
@@ -128,15 +114,18 @@ func producerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
 // after a crash gets its partitions back at once instead of waiting for its
 // predecessor's session to expire; a kafka.consumer group.instance.id of the
 // user's wins.
-func consumerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
-	defaults := kafka.ConfigMap{"group.instance.id": TransactionalID(p)}
+func consumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
+	defaults := kafka.ConfigMap{}
+	if p.TransactionalID != "" {
+		defaults["group.instance.id"] = p.TransactionalID
+	}
 	for k, v := range consumerDefaults {
 		defaults[k] = v
 	}
 	budget := kafka.ConfigMap{}
 	if plan.Fetch > 0 {
 		fetch := plan.Fetch
-		if r, err := strconv.ParseInt(p.Kafka.Consumer["receive.message.max.bytes"], 10, 64); err == nil {
+		if r, err := strconv.ParseInt(p.Consumer["receive.message.max.bytes"], 10, 64); err == nil {
 			fetch = min(fetch, r-512)
 		}
 		budget["queued.max.messages.kbytes"] = int(plan.PrefetchQueue >> 10)
@@ -144,12 +133,77 @@ func consumerConfig(p *config.Pipeline, plan memory.Plan) *kafka.ConfigMap {
 		budget["fetch.max.bytes"] = int(fetch)
 		budget["fetch.message.max.bytes"] = int(fetch) // max.partition.fetch.bytes
 	}
-	return configMap(defaults, budget, p.Kafka.Consumer, kafka.ConfigMap{
-		"bootstrap.servers":        p.Kafka.BootstrapServers,
-		"group.id":                 p.Source.Group,
+	fixed := kafka.ConfigMap{
+		"bootstrap.servers":        p.Bootstrap,
 		"isolation.level":          "read_committed",
 		"enable.auto.commit":       false,
 		"enable.auto.offset.store": false,
 		"go.logs.channel.enable":   true,
+	}
+	if p.Group != "" {
+		fixed["group.id"] = p.Group
+	}
+	return configMap(defaults, budget, p.Consumer, fixed)
+}
+
+// adminConfig is an admin client's configuration: the consumer's
+// connection settings, and only those.
+func adminConfig(c Client) *kafka.ConfigMap {
+	cm := kafka.ConfigMap{"go.logs.channel.enable": true, "go.delivery.reports": false}
+	for k, v := range *consumerConfig(Pipeline{Client: c}, memory.Plan{}) {
+		if isAdminSetting(k) {
+			cm[k] = v
+		}
+	}
+	return &cm
+}
+
+// adminSettings are the prefixes of the client properties that concern the
+// connection: the only ones the admin client gets (the consumer's fetch
+// settings would make it warn that it ignores them).
+var adminSettings = []string{"bootstrap.servers", "security.", "sasl.", "ssl.", "ssl_", "socket.", "broker.", "client.", "reconnect.",
+	"connections.", "enable.metrics.push", "enable.ssl.", "enable.sasl.", "https.", "api.version", "debug", "resolve.canonical.", "metadata.", "topic.metadata."}
+
+func isAdminSetting(name string) bool {
+	for _, prefix := range adminSettings {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// readerConfig is a Reader's configuration: a consumer that joins no group
+// and commits nothing, read_committed (or, uncommitted, read_uncommitted),
+// that says where each partition ends and never resets an offset.
+func readerConfig(c Client, uncommitted bool) *kafka.ConfigMap {
+	isolation := "read_committed"
+	if uncommitted {
+		isolation = "read_uncommitted"
+	}
+	return configMap(kafka.ConfigMap{
+		// As the pipeline's consumer: a reader that drains its prefetch queue
+		// fast must not wait librdkafka's default second for the next fetch
+		// (analyze and verify read at half the copy loop's speed with it).
+		"fetch.queue.backoff.ms": 10,
+	}, nil, c.Consumer, kafka.ConfigMap{
+		"bootstrap.servers":    c.Bootstrap,
+		"group.id":             "offloader-reader", // required by librdkafka; nothing is committed
+		"enable.auto.commit":   false,
+		"isolation.level":      isolation,
+		"enable.partition.eof": true,
+		// librdkafka's default, largest, turns an offset that retention deleted
+		// under the reader into a jump to the end: every record between would
+		// be skipped without a word (offloader gc took that for the end).
+		"auto.offset.reset": "error",
+	})
+}
+
+// plainProducerConfig is an idempotent producer's configuration, outside
+// any pipeline (the demo's records), with delivery reports for each.
+func plainProducerConfig(c Client, maxBytes int) *kafka.ConfigMap {
+	return configMap(nil, nil, c.Producer, kafka.ConfigMap{
+		"bootstrap.servers": c.Bootstrap, "enable.idempotence": true, "linger.ms": 5,
+		"message.max.bytes": maxBytes, "go.delivery.reports": true, "enable.metrics.push": false,
 	})
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 )
 
@@ -16,7 +15,7 @@ import (
 // property the user sets (or an alias of it) wins over the budget's.
 func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 	plan := memory.Split(64<<20, 1, 8, 1_000_000)
-	p := &config.Pipeline{Name: "p", Kafka: config.Kafka{Consumer: map[string]string{}, Producer: map[string]string{}}}
+	p := Pipeline{Name: "p", TransactionalID: "offloader-p", Client: Client{Consumer: map[string]string{}, Producer: map[string]string{}}}
 	consumer, producer := consumerConfig(p, plan), producerConfig(p, plan)
 	for _, c := range []struct {
 		cm         *kafka.ConfigMap
@@ -54,8 +53,8 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 
 	// The user's figures win, by their own name or an alias; a receive cap
 	// of theirs lowers the fetch size to fit under it.
-	p.Kafka.Consumer = map[string]string{"max.partition.fetch.bytes": "2097152", "receive.message.max.bytes": "3000000"}
-	p.Kafka.Producer = map[string]string{"queue.buffering.max.kbytes": "1024"}
+	p.Consumer = map[string]string{"max.partition.fetch.bytes": "2097152", "receive.message.max.bytes": "3000000"}
+	p.Producer = map[string]string{"queue.buffering.max.kbytes": "1024"}
 	consumer, producer = consumerConfig(p, plan), producerConfig(p, plan)
 	if _, set := (*consumer)["fetch.message.max.bytes"]; set || (*consumer)["max.partition.fetch.bytes"] != "2097152" {
 		t.Errorf("the user's max.partition.fetch.bytes did not win over the budget's fetch.message.max.bytes: %v", *consumer)

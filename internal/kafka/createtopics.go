@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/limits"
 )
 
 // CreateMissing creates the slim, retry and dead-letter topics that do not exist,
 // with as many partitions as the largest source topic and a max.message.bytes
 // that fits what limits.Check says they may get. It returns the topics created.
-func CreateMissing(ctx context.Context, p *config.Pipeline, f *limits.Figures, log *zap.Logger) ([]string, error) {
+func CreateMissing(ctx context.Context, c Client, f *limits.Figures, log *zap.Logger) ([]string, error) {
 	partitions := 1
 	for _, s := range f.Sources {
 		if !s.Exists {
@@ -35,7 +35,7 @@ func CreateMissing(ctx context.Context, p *config.Pipeline, f *limits.Figures, l
 	if len(largest) == 0 {
 		return nil, nil
 	}
-	admin, err := adminClient(p, log)
+	admin, err := adminClient(c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -66,5 +66,42 @@ func CreateMissing(ctx context.Context, p *config.Pipeline, f *limits.Figures, l
 		}
 		created = append(created, r.Topic)
 	}
-	return created, nil
+	return created, visible(ctx, admin, created)
+}
+
+// visible waits until the broker's metadata shows every topic of names with
+// a leader on each partition: a topic just created may not show yet, and a
+// survey right after it would take it for missing.
+func visible(ctx context.Context, admin admin, names []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		md, err := admin.GetMetadata(nil, true, 5000)
+		missing := ""
+		if err == nil {
+			for _, name := range names {
+				tm, ok := md.Topics[name]
+				if !ok || tm.Error.Code() != kafka.ErrNoError || len(tm.Partitions) == 0 {
+					missing = name
+					break
+				}
+				for _, p := range tm.Partitions {
+					if p.Leader < 0 {
+						missing = name
+					}
+				}
+			}
+			if missing == "" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("topic %s was created but the broker's metadata does not show it with a leader on each partition yet", missing)
+			}
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

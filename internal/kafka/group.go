@@ -9,7 +9,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -23,7 +22,7 @@ type Group struct {
 	c *kafka.Consumer
 	// ends are the end offsets last asked of the broker (HighWatermarks).
 	ends ends
-	p    *config.Pipeline
+	p    Pipeline
 	plan memory.Plan // the memory budget the consumer's prefetch is sized from
 	log  *zap.Logger
 	rb   engine.Rebalancer
@@ -141,7 +140,7 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 	var src []kafka.TopicPartition
 	for _, tp := range tps {
-		if slices.Contains(g.p.Source.Topics, *tp.Topic) {
+		if slices.Contains(g.p.SourceTopics, *tp.Topic) {
 			src = append(src, kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 		}
 	}
@@ -161,13 +160,13 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	start := g.p.Source.Start()
-	if at, isTime := g.p.Source.StartTime(); isTime {
+	start := g.p.StartFrom
+	if !start.Time.IsZero() {
 		for i := range fresh {
-			fresh[i].Offset = kafka.Offset(at.UnixMilli())
+			fresh[i].Offset = kafka.Offset(start.Time.UnixMilli())
 		}
 		if fresh, err = c.OffsetsForTimes(fresh, 30000); err != nil {
-			return fmt.Errorf("looking up the offsets of %s: %w", start, err)
+			return fmt.Errorf("looking up the offsets of %s: %w", start.Said, err)
 		}
 	}
 	starts := map[string]string{}
@@ -179,11 +178,11 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 		}
 		from := low
 		switch {
-		case start == config.StartLatest:
+		case start.Latest:
 			from = high
-		case start != config.StartEarliest && tp.Offset >= 0:
+		case !start.Time.IsZero() && tp.Offset >= 0:
 			from = int64(tp.Offset)
-		case start != config.StartEarliest:
+		case !start.Time.IsZero():
 			from = high // no record at or after the time
 		}
 		fresh[i].Offset = kafka.Offset(from)
@@ -191,7 +190,7 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 		starts[fmt.Sprintf("%s[%d]", *tp.Topic, tp.Partition)] = fmt.Sprintf("offset %d, %d records to the end", from, high-from)
 	}
 	g.log.Info("the group has no committed offset for these partitions: starting as source.start_from says",
-		zap.String("start_from", string(start)), zap.Int64("records", records), zap.Any("partitions", starts))
+		zap.String("start_from", start.Said), zap.Int64("records", records), zap.Any("partitions", starts))
 	for i := range tps {
 		for _, f := range fresh {
 			if f.Partition == tps[i].Partition && *f.Topic == *tps[i].Topic {

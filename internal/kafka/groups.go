@@ -8,8 +8,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
-
-	"github.com/offloader/offloader/config"
 )
 
 // Groups reads and moves consumer groups' offsets, and the topics'
@@ -18,10 +16,9 @@ type Groups struct {
 	a admin
 }
 
-// OpenGroups opens an admin client with the connection settings of p's
-// consumer.
-func OpenGroups(p *config.Pipeline, log *zap.Logger) (*Groups, error) {
-	a, err := adminClient(p, log)
+// OpenGroups opens an admin client with the consumer's connection settings.
+func OpenGroups(c Client, log *zap.Logger) (*Groups, error) {
+	a, err := adminClient(c, log)
 	if err != nil {
 		return nil, err
 	}

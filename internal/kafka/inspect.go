@@ -9,7 +9,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -40,11 +39,11 @@ func (t *Topology) FailureLimits() map[string]engine.Limit { return t.Figures.Fa
 // DeadLetterLimit is the dead-letter topic's limit (zero without one).
 func (t *Topology) DeadLetterLimit() engine.Limit { return t.Figures.DeadLetterLimit() }
 
-// Memory splits the pipeline's memory budget (memory.in_flight) for this
-// cluster: the fetch share is divided among its brokers, and the produce
-// queue holds at least two of the largest records the slim, retry and
-// dead-letter topics take.
-func (t *Topology) Memory(p *config.Pipeline) memory.Plan {
+// Memory splits the pipeline's memory budget (memory.in_flight) of inFlight
+// bytes and maxUploads for this cluster: the fetch share is divided among its
+// brokers, and the produce queue holds at least two of the largest records
+// the slim, retry and dead-letter topics take.
+func (t *Topology) Memory(inFlight int64, maxUploads int) memory.Plan {
 	largest := t.SlimLimit().Bytes
 	for _, l := range t.FailureLimits() {
 		largest = max(largest, l.Bytes)
@@ -53,13 +52,13 @@ func (t *Topology) Memory(p *config.Pipeline) memory.Plan {
 	for _, s := range t.Figures.Sources {
 		largestInput = max(largestInput, s.MaxMessageBytes, s.MaxDecompressedBytes)
 	}
-	return memory.Split(int64(p.Memory.InFlight), t.Figures.Brokers, p.Memory.MaxUploads, largest).BoundPrefetch(largestInput)
+	return memory.Split(inFlight, t.Figures.Brokers, maxUploads, largest).BoundPrefetch(largestInput)
 }
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
 // when topics are missing or the slim topic has fewer partitions than a source
 // topic under partitioning: preserve. It never creates topics.
-func Inspect(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Topology, error) {
+func Inspect(ctx context.Context, p Pipeline, log *zap.Logger) (*Topology, error) {
 	f, err := Survey(ctx, p, log)
 	if err != nil {
 		return nil, err
@@ -78,7 +77,7 @@ func Inspect(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*Topolog
 		return nil, fmt.Errorf("slim topic %q does not exist: offloader never creates topics by itself; create it with as many partitions as the source topic (offloader check --create-missing does)", p.SlimTopic)
 	}
 	t.SlimPartitions = f.Slim.Partitions
-	if p.Partitioning == config.PartitioningPreserve {
+	if p.Preserve {
 		for topic, sn := range t.SourcePartitions {
 			if sn > t.SlimPartitions {
 				return nil, fmt.Errorf("slim topic %q has %d partitions but source topic %q has %d: with partitioning: preserve each source partition writes to the slim partition of the same number; add partitions to the slim topic or use partitioning: key_hash", p.SlimTopic, t.SlimPartitions, topic, sn)
@@ -112,14 +111,8 @@ func (a admin) Close() {
 
 // adminClient returns an admin client with the consumer's connection
 // settings, and only those.
-func adminClient(p *config.Pipeline, log *zap.Logger) (admin, error) {
-	cfg := kafka.ConfigMap{"go.logs.channel.enable": true, "go.delivery.reports": false}
-	for k, v := range *consumerConfig(p, memory.Plan{}) {
-		if isAdminSetting(k) {
-			cfg[k] = v
-		}
-	}
-	producer, err := kafka.NewProducer(&cfg)
+func adminClient(c Client, log *zap.Logger) (admin, error) {
+	producer, err := kafka.NewProducer(adminConfig(c))
 	if err != nil {
 		return admin{}, fmt.Errorf("creating the admin client: %w", err)
 	}
@@ -132,28 +125,30 @@ func adminClient(p *config.Pipeline, log *zap.Logger) (admin, error) {
 	return admin{AdminClient: a, producer: producer}, nil
 }
 
-// Survey reads, through the admin API, every figure the limit check needs:
-// partition counts and effective max.message.bytes and retention.ms of the
-// source, slim, retry and dead-letter topics (missing topics are marked, not
-// errors), the broker's message.max.bytes, and the client settings.
-func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.Figures, error) {
-	admin, err := adminClient(p, log)
+// Survey reads, through the admin API, every figure the limit check needs
+// from the cluster: partition counts and effective max.message.bytes and
+// retention.ms of the source, slim, retry and dead-letter topics (missing
+// topics are marked, not errors), the broker's message.max.bytes, and the
+// client settings. The pipeline's own figures (its chain, its stores'
+// object lifetimes) are the caller's to add.
+func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, error) {
+	admin, err := adminClient(p.Client, log)
 	if err != nil {
 		return nil, err
 	}
 	defer admin.Close()
 	md, err := admin.GetMetadata(nil, true, int(timeLeft(ctx, 30*time.Second).Milliseconds()))
 	if err != nil {
-		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Kafka.BootstrapServers, err)
+		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Bootstrap, err)
 	}
-	f := &limits.Figures{Bootstrap: p.Kafka.BootstrapServers, Brokers: len(md.Brokers), Preserve: p.Partitioning == config.PartitioningPreserve}
-	if f.ProducerMaxMessageBytes, err = clientInt(p.Kafka.Producer, "producer", "message.max.bytes", defaultProducerMessageMaxBytes); err != nil {
+	f := &limits.Figures{Bootstrap: p.Bootstrap, Brokers: len(md.Brokers), Preserve: p.Preserve}
+	if f.ProducerMaxMessageBytes, err = clientInt(p.Producer, "producer", "message.max.bytes", defaultProducerMessageMaxBytes); err != nil {
 		return nil, err
 	}
-	if f.ConsumerReceiveMaxBytes, err = clientInt(p.Kafka.Consumer, "consumer", "receive.message.max.bytes", defaultReceiveMessageMaxBytes); err != nil {
+	if f.ConsumerReceiveMaxBytes, err = clientInt(p.Consumer, "consumer", "receive.message.max.bytes", defaultReceiveMessageMaxBytes); err != nil {
 		return nil, err
 	}
-	f.TransactionTimeoutMs = int(p.TransactionTimeout().Milliseconds())
+	f.TransactionTimeoutMs = int(p.TransactionTimeout.Milliseconds())
 	if len(md.Brokers) > 0 {
 		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
 		if err != nil {
@@ -199,7 +194,7 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.F
 		}
 		return t, nil
 	}
-	for _, s := range p.Source.Topics {
+	for _, s := range p.SourceTopics {
 		t, err := topic(s, "source")
 		if err != nil {
 			return nil, err
@@ -209,26 +204,19 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.F
 	if f.Slim, err = topic(p.SlimTopic, "slim"); err != nil {
 		return nil, err
 	}
-	for _, r := range p.Errors.RetryTopics {
-		t, err := topic(r.Topic, "retry")
+	for _, r := range p.RetryTopics {
+		t, err := topic(r, "retry")
 		if err != nil {
 			return nil, err
 		}
 		f.Retries = append(f.Retries, t)
 	}
-	if d := p.Errors.DeadLetterTopic; d != "" {
+	if d := p.DeadLetterTopic; d != "" {
 		t, err := topic(d, "dead-letter")
 		if err != nil {
 			return nil, err
 		}
 		f.DeadLetter = &t
-	}
-	f.AddChain(p)
-	f.ObjectLifetimes = map[string]time.Duration{}
-	for name, s := range p.Stores {
-		if s.ObjectLifetime > 0 {
-			f.ObjectLifetimes[name] = s.ObjectLifetime
-		}
 	}
 	return f, nil
 }

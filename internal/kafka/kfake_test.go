@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
@@ -34,14 +33,14 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			const perPartition = 50
 			produce(t, bootstrap, perPartition)
 
-			p := &config.Pipeline{
-				Name: "kfake",
-				Kafka: config.Kafka{
-					BootstrapServers: bootstrap, TransactionalID: "offloader-kfake-" + assignor,
-					Consumer: map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
-					Producer: map[string]string{"enable.metrics.push": "false"},
+			p := Pipeline{
+				Name: "kfake", TransactionalID: "offloader-kfake-" + assignor,
+				Client: Client{
+					Bootstrap: bootstrap,
+					Consumer:  map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
+					Producer:  map[string]string{"enable.metrics.push": "false"},
 				},
-				Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-kfake-" + assignor},
+				SourceTopics: []string{"raw"}, Group: "offloader-kfake-" + assignor,
 				SlimTopic: "slim",
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -55,7 +54,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng, err := engine.New(engine.Options{
-				Name: p.Name, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic, PreservePartitions: true,
+				Name: p.Name, SourceTopics: p.SourceTopics, SlimTopic: p.SlimTopic, PreservePartitions: true,
 				Commit: engine.Commit{Interval: 100 * time.Millisecond, MaxRecords: 20, MaxBytes: 1 << 20},
 				Chain:  pipeline.Chain{}, Workers: pipeline.Workers{Max: 2}, Policy: dlt.NewPolicy(dlt.Rules{}, time.Now),
 				SourcePartitions: map[string]int{"raw": 3}, Until: until, ShutdownTimeout: 10 * time.Second,
@@ -326,14 +325,10 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
-	p := &config.Pipeline{
-		Name: name,
-		Kafka: config.Kafka{
-			BootstrapServers: bootstrap, TransactionalID: "offloader-" + name,
-			Consumer: map[string]string{"enable.metrics.push": "false"},
-			Producer: props,
-		},
-		Source:    config.Source{Topics: []string{"raw"}, Group: "offloader-" + name},
+	p := Pipeline{
+		Name: name, TransactionalID: "offloader-" + name,
+		Client:       Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: props},
+		SourceTopics: []string{"raw"}, Group: "offloader-" + name,
 		SlimTopic: "slim",
 	}
 	m := &counter{}

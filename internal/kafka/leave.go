@@ -13,18 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-
-	"github.com/offloader/offloader/config"
 )
-
-// GroupInstanceID is the pipeline consumer's group.instance.id: its
-// kafka.consumer setting, else its transactional id.
-func GroupInstanceID(p *config.Pipeline) string {
-	if id := p.Kafka.Consumer["group.instance.id"]; id != "" {
-		return id
-	}
-	return TransactionalID(p)
-}
 
 // RemoveStaticMember takes this instance's static membership out of the
 // pipeline's group, as KIP-345's RemoveMembersFromConsumerGroup does: a
@@ -34,8 +23,8 @@ func GroupInstanceID(p *config.Pipeline) string {
 // session.timeout.ms. librdkafka has no call for it, so it is sent with a
 // Kafka protocol client (franz-go) configured from kafka.consumer's
 // connection settings. A member already gone is not an error.
-func RemoveStaticMember(ctx context.Context, p *config.Pipeline) error {
-	opts, err := protocolClientOptions(p)
+func RemoveStaticMember(ctx context.Context, p Pipeline) error {
+	opts, err := protocolClientOptions(p.Client)
 	if err != nil {
 		return err
 	}
@@ -44,9 +33,9 @@ func RemoveStaticMember(ctx context.Context, p *config.Pipeline) error {
 		return err
 	}
 	defer cl.Close()
-	id := GroupInstanceID(p)
+	id := p.GroupInstanceID()
 	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Group = p.Source.Group
+	req.Group = p.Group
 	m := kmsg.NewLeaveGroupRequestMember()
 	m.InstanceID = &id
 	reason := "offloader: removed on purpose (scale-in)"
@@ -54,14 +43,14 @@ func RemoveStaticMember(ctx context.Context, p *config.Pipeline) error {
 	req.Members = append(req.Members, m)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("removing static member %s from group %s: %w", id, p.Source.Group, err)
+		return fmt.Errorf("removing static member %s from group %s: %w", id, p.Group, err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fmt.Errorf("removing static member %s from group %s: %w", id, p.Source.Group, err)
+		return fmt.Errorf("removing static member %s from group %s: %w", id, p.Group, err)
 	}
 	for _, member := range resp.Members {
 		if err := kerr.ErrorForCode(member.ErrorCode); err != nil && err != kerr.UnknownMemberID {
-			return fmt.Errorf("removing static member %s from group %s: %w", id, p.Source.Group, err)
+			return fmt.Errorf("removing static member %s from group %s: %w", id, p.Group, err)
 		}
 	}
 	return nil
@@ -72,9 +61,9 @@ func RemoveStaticMember(ctx context.Context, p *config.Pipeline) error {
 // sasl.password, ssl.ca.location, ssl.certificate.location,
 // ssl.key.location) into franz-go options. Another SASL mechanism
 // (OAUTHBEARER, GSSAPI) is an error that says so.
-func protocolClientOptions(p *config.Pipeline) ([]kgo.Opt, error) {
-	props := p.Kafka.Consumer
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(p.Kafka.BootstrapServers, ",")...)}
+func protocolClientOptions(c Client) ([]kgo.Opt, error) {
+	props := c.Consumer
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...)}
 	protocol := strings.ToLower(props["security.protocol"])
 	if protocol == "ssl" || protocol == "sasl_ssl" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}

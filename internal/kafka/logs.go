@@ -85,18 +85,3 @@ func syslogLevel(level int) zapcore.Level {
 	}
 	return zapcore.DebugLevel
 }
-
-// adminSettings are the prefixes of the client properties that concern the
-// connection: the only ones the admin client gets (the consumer's fetch
-// settings would make it warn that it ignores them).
-var adminSettings = []string{"bootstrap.servers", "security.", "sasl.", "ssl.", "ssl_", "socket.", "broker.", "client.", "reconnect.",
-	"connections.", "enable.metrics.push", "enable.ssl.", "enable.sasl.", "https.", "api.version", "debug", "resolve.canonical.", "metadata.", "topic.metadata."}
-
-func isAdminSetting(name string) bool {
-	for _, prefix := range adminSettings {
-		if strings.HasPrefix(name, prefix) {
-			return true
-		}
-	}
-	return false
-}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/settings"
 )
 
@@ -23,9 +23,9 @@ var quotedProperty = regexp.MustCompile("property:? \"([^\"]+)\"|^`([^`]+)`")
 // unknown names and bad values, each reported at its path. A property is
 // checked together with the others of its side, since some are only valid in
 // combination.
-func CheckProperties(path string, p *config.Pipeline) settings.Problems {
-	problems := CheckClientProperties(path+".kafka.consumer", "consumer", p.Kafka.Consumer)
-	return append(problems, CheckClientProperties(path+".kafka.producer", "producer", p.Kafka.Producer)...)
+func CheckProperties(path string, c Client) settings.Problems {
+	problems := CheckClientProperties(path+".kafka.consumer", "consumer", c.Consumer)
+	return append(problems, CheckClientProperties(path+".kafka.producer", "producer", c.Producer)...)
 }
 
 // CheckClientProperties checks the librdkafka properties of one client,
@@ -81,31 +81,23 @@ func CheckClientProperties(path, side string, properties map[string]string) sett
 // So what run's clients refuse (acks 1, retries 0, more than 5 requests in
 // flight beside idempotence), validate refuses first, in the same words.
 func tryClient(side string, props map[string]string) string {
-	cm := kafka.ConfigMap{}
-	for k, v := range props {
-		cm[k] = v
-	}
+	p := Pipeline{Client: Client{Consumer: props, Producer: props}, TransactionalID: "offloader-validate", Group: "offloader-validate"}
+	cm := consumerConfig(p, memory.Plan{})
 	if side == "producer" {
-		cm["enable.idempotence"] = true
-		cm["transactional.id"] = "offloader-validate"
-	} else {
-		cm["enable.auto.commit"] = false
-		cm["isolation.level"] = "read_committed"
+		cm = producerConfig(p, memory.Plan{})
 	}
-	// What the client logs (the absent bootstrap.servers; debug lines when
-	// the properties ask for them) is no news here: it is dropped.
-	cm["go.logs.channel.enable"] = true
+	// No bootstrap servers: the client contacts nothing.
+	delete(*cm, "bootstrap.servers")
 	var err error
 	if side == "consumer" {
-		cm["group.id"] = "offloader-validate"
 		var c *kafka.Consumer
-		if c, err = kafka.NewConsumer(&cm); err == nil {
+		if c, err = kafka.NewConsumer(cm); err == nil {
 			go drain(c.Logs())
 			c.Close()
 		}
 	} else {
 		var pr *kafka.Producer
-		if pr, err = kafka.NewProducer(&cm); err == nil {
+		if pr, err = kafka.NewProducer(cm); err == nil {
 			go drain(pr.Logs())
 			pr.Close()
 		}

@@ -6,17 +6,16 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 )
 
 // A typo in a librdkafka property or a bad value is found before run, each
 // at its path; valid properties pass.
 func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
-	p := &config.Pipeline{Kafka: config.Kafka{
+	p := Client{
 		Consumer: map[string]string{"fetch.queue.backoff.ms": "10", "session.timeout.ms": "soon"},
 		Producer: map[string]string{"linger.msx": "5", "compression.type": "lz4", "acks": "all", "sasl.passwordx": "hunter2", "zzz.nothing.like.it": "1"},
-	}}
+	}
 	problems := CheckProperties("pipelines.p", p)
 	want := []string{
 		`pipelines.p.kafka.consumer.session.timeout.ms: librdkafka refuses "soon": Invalid value for configuration property "session.timeout.ms"`,
@@ -32,7 +31,7 @@ func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
 			t.Errorf("problem %d = %q, want %q", i, problems[i], w)
 		}
 	}
-	if problems := CheckProperties("pipelines.p", &config.Pipeline{Kafka: config.Kafka{Producer: map[string]string{"linger.ms": "5"}}}); len(problems) != 0 {
+	if problems := CheckProperties("pipelines.p", Client{Producer: map[string]string{"linger.ms": "5"}}); len(problems) != 0 {
 		t.Errorf("valid properties: %s", problems)
 	}
 }
@@ -43,15 +42,15 @@ func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
 // blamed on sasl.jaas.config alone.
 func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 	for name, value := range map[string]string{"acks": "1", "retries": "0", "max.in.flight.requests.per.connection": "10", "max.in.flight": "6"} {
-		p := &config.Pipeline{Name: "p", Kafka: config.Kafka{BootstrapServers: "127.0.0.1:1", Producer: map[string]string{name: value}}}
+		p := Pipeline{Name: "p", TransactionalID: "offloader-p", Client: Client{Bootstrap: "127.0.0.1:1", Producer: map[string]string{name: value}}}
 		_, runErr := kafka.NewProducer(producerConfig(p, memory.Plan{}))
-		problems := CheckProperties("pipelines.p", p)
+		problems := CheckProperties("pipelines.p", p.Client)
 		if runErr == nil || len(problems) != 1 || problems[0].Path != "pipelines.p.kafka.producer."+name ||
 			!strings.Contains(problems[0].Message, runErr.Error()) {
 			t.Errorf("%s: %s: run's producer says %v; validate says %s", name, value, runErr, problems)
 		}
 	}
-	p := &config.Pipeline{Kafka: config.Kafka{Consumer: map[string]string{"sasl.jaas.config": "x required;", "sasl.password": "hunter2", "sasl.username": "u"}}}
+	p := Client{Consumer: map[string]string{"sasl.jaas.config": "x required;", "sasl.password": "hunter2", "sasl.username": "u"}}
 	problems := CheckProperties("pipelines.p", p)
 	if len(problems) != 1 || problems[0].Path != "pipelines.p.kafka.consumer.sasl.jaas.config" {
 		t.Errorf("a JAAS configuration: %s; want one problem, on sasl.jaas.config", problems)

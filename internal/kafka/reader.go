@@ -76,29 +76,7 @@ type Reader struct {
 
 // OpenReader opens a reader.
 func OpenReader(o ReaderOptions) (*Reader, error) {
-	cm := kafka.ConfigMap{}
-	for k, v := range o.Properties {
-		cm[k] = v
-	}
-	if _, set := cm["fetch.queue.backoff.ms"]; !set {
-		// As the pipeline's consumer: a reader that drains its prefetch queue
-		// fast must not wait librdkafka's default second for the next fetch
-		// (analyze and verify read at half the copy loop's speed with it).
-		cm["fetch.queue.backoff.ms"] = 10
-	}
-	cm["bootstrap.servers"] = o.Bootstrap
-	cm["group.id"] = "offloader-reader" // required by librdkafka; nothing is committed
-	cm["enable.auto.commit"] = false
-	cm["isolation.level"] = "read_committed"
-	if o.Uncommitted {
-		cm["isolation.level"] = "read_uncommitted"
-	}
-	cm["enable.partition.eof"] = true
-	// librdkafka's default, largest, turns an offset that retention deleted
-	// under the reader into a jump to the end: every record between would
-	// be skipped without a word (offloader gc took that for the end).
-	cm["auto.offset.reset"] = "error"
-	c, err := kafka.NewConsumer(&cm)
+	c, err := kafka.NewConsumer(readerConfig(Client{Bootstrap: o.Bootstrap, Consumer: o.Properties}, o.Uncommitted))
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -30,7 +29,7 @@ const stuckGrace = 15 * time.Second
 // given up on: Abort then replaces the producer by a new one with the same
 // transactional.id, which fences the stuck one and aborts its transaction.
 type Session struct {
-	p    *config.Pipeline
+	p    Pipeline
 	plan memory.Plan // the memory budget the producer's queue is sized from
 	log  *zap.Logger
 	// replaced counts producers replaced (offloader_producers_replaced_total).
@@ -55,7 +54,7 @@ type Counter interface{ Inc() }
 //
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
-func Connect(ctx context.Context, p *config.Pipeline, plan memory.Plan, log *zap.Logger, replaced Counter) (*Group, *Session, error) {
+func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, replaced Counter) (*Group, *Session, error) {
 	s := &Session{p: p, plan: plan, log: log, replaced: replaced, stuckGrace: stuckGrace}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
@@ -89,7 +88,7 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 		if !errors.As(err, new(*stuckError)) {
 			producer.Close()
 		}
-		return nil, fmt.Errorf("%w: initialising transactions for transactional.id %q: %w", engine.ErrFatal, TransactionalID(s.p), err)
+		return nil, fmt.Errorf("%w: initialising transactions for transactional.id %q: %w", engine.ErrFatal, s.p.TransactionalID, err)
 	}
 	return producer, nil
 }
@@ -369,5 +368,5 @@ var errFenced = errors.New("fenced")
 // fenced is the error of an instance fenced by another with its identity.
 func (s *Session) fenced(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
-		engine.ErrFatal, what, errFenced, TransactionalID(s.p), s.p.Name, err)
+		engine.ErrFatal, what, errFenced, s.p.TransactionalID, s.p.Name, err)
 }

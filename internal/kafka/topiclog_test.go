@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
@@ -43,8 +42,7 @@ func TestGCStopsOnATopicItMayNotDescribe(t *testing.T) {
 		resp.Topics = append(resp.Topics, topic)
 		return resp, nil, true
 	})
-	p := &config.Pipeline{Name: "p", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}}
-	groups, err := OpenGroups(p, zap.NewNop())
+	groups, err := OpenGroups(Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +69,7 @@ func TestGCStopsOnATopicItMayNotDescribe(t *testing.T) {
 	}
 	plan := gc.Plan{Writer: "p@slim", Group: "g", SourceTopics: []string{"raw"}, SlimTopic: "slim", DeadLetterTopic: "dlt",
 		Prefixes: []gc.Prefix{{Store: "payloads", Prefix: "p"}}, Grace: time.Minute, Floor: time.Second}
-	rep, err := gc.Collect(ctx, plan, NewTopicLog(groups, bootstrap, p.Kafka.Consumer), map[string]stores.Store{"payloads": store})
+	rep, err := gc.Collect(ctx, plan, NewTopicLog(groups, bootstrap, map[string]string{"enable.metrics.push": "false"}), map[string]stores.Store{"payloads": store})
 	if err == nil || !strings.Contains(err.Error(), "nothing was deleted: dead-letter topic dlt") {
 		t.Fatalf("gc = %v, want it stopped on the dead-letter topic", err)
 	}

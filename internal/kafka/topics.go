@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/pipeline"
 )
@@ -17,7 +18,7 @@ import (
 // CreateTopics creates topics with partitions each and the given configs
 // (the demo's topics); it fails on any topic it could not create.
 func CreateTopics(ctx context.Context, bootstrap string, partitions int, configs map[string]map[string]string) error {
-	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false})
+	admin, err := adminClient(Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
 	if err != nil {
 		return err
 	}
@@ -46,17 +47,7 @@ const AnyPartition = int32(kafka.PartitionAny)
 // timeout. Records the broker refuses are counted, and the first refusal
 // named: none is dropped unsaid.
 func Produce(bootstrap string, properties map[string]string, recs []*pipeline.Record, maxBytes int, timeout time.Duration) error {
-	cm := kafka.ConfigMap{}
-	for k, v := range properties {
-		cm[k] = v
-	}
-	for k, v := range map[string]kafka.ConfigValue{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
-		"message.max.bytes": maxBytes, "go.delivery.reports": true, "enable.metrics.push": false,
-	} {
-		cm[k] = v
-	}
-	p, err := kafka.NewProducer(&cm)
+	p, err := kafka.NewProducer(plainProducerConfig(Client{Bootstrap: bootstrap, Producer: properties}, maxBytes))
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,11 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/pipeline/engine"
 )
 
 func testSession() *Session {
-	return &Session{p: &config.Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
+	return &Session{p: Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
 }
 
 // A call that ignores its own timeout (librdkafka #5456) must not hold the

@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/limits"
+	"go.uber.org/zap"
+)
+
+// Kafka is what the Kafka edge knows of p: its clients, topics and group.
+func Kafka(p *config.Pipeline) kafka.Pipeline {
+	k := kafka.Pipeline{
+		Client:             KafkaClient(p),
+		Name:               p.Name,
+		TransactionalID:    p.TransactionalID(),
+		Group:              p.Source.Group,
+		SourceTopics:       p.Source.Topics,
+		SlimTopic:          p.SlimTopic,
+		DeadLetterTopic:    p.Errors.DeadLetterTopic,
+		Preserve:           p.Partitioning == config.PartitioningPreserve,
+		TransactionTimeout: p.TransactionTimeout(),
+		StartFrom:          kafka.StartFrom{Latest: p.Source.Start() == config.StartLatest, Said: string(p.Source.Start())},
+	}
+	if t, ok := p.Source.StartTime(); ok {
+		k.StartFrom.Time = t
+	}
+	for _, r := range p.Errors.RetryTopics {
+		k.RetryTopics = append(k.RetryTopics, r.Topic)
+	}
+	return k
+}
+
+// KafkaClient is how p's clients reach the cluster.
+func KafkaClient(p *config.Pipeline) kafka.Client {
+	return kafka.Client{Bootstrap: p.Kafka.BootstrapServers, Consumer: p.Kafka.Consumer, Producer: p.Kafka.Producer}
+}
+
+// Survey reads every figure the size check needs: the cluster's (Kafka's
+// survey of the topics, the broker and the clients) and p's own (its
+// chain, its stores' object lifetimes).
+func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.Figures, error) {
+	f, err := kafka.Survey(ctx, Kafka(p), log)
+	if err != nil {
+		return nil, err
+	}
+	f.AddPipeline(p)
+	return f, nil
+}
