@@ -134,6 +134,11 @@ func TestBuildRefusesMisalignedLimits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the topics' size limits are not aligned") || !strings.Contains(err.Error(), "fix: ") || !strings.Contains(err.Error(), "receive.message.max.bytes") {
 		t.Fatalf("Build under limits: enforce: %v; want the misalignment and its fix", err)
 	}
+	// Survey reads the cluster's figures and adds the pipeline's own.
+	f, err := Survey(ctx, smallFetch(loadPipeline(t, bootstrap, "", offload)), zap.NewNop())
+	if err != nil || f.Sources[0].MaxMessageBytes != 8388608 || f.ConsumerReceiveMaxBytes != 5000000 || !f.HasOffload {
+		t.Fatalf("Survey: %v, %+v", err, f)
+	}
 	d, err := Build(ctx, smallFetch(loadPipeline(t, bootstrap, "limits: warn", offload)), Env{Logger: zap.NewNop()}, Options{})
 	if err != nil {
 		t.Fatalf("Build under limits: warn: %v", err)
@@ -397,4 +402,17 @@ func slicesEqual(a, b []pipeline.Offset) bool {
 		}
 	}
 	return true
+}
+
+// The Kafka edge is told the file's clients, topics, group and start.
+func TestKafkaIsWhatTheFileSays(t *testing.T) {
+	p := loadPipeline(t, "127.0.0.1:1", `partitioning: key_hash
+    errors: {retry_topics: [{topic: raw.retry, delay: 1m}], dead_letter_topic: raw.dlt}`, offloadTo(t))
+	p.Source.StartFrom = config.StartFrom("2026-01-02T03:04:05Z")
+	k := Kafka(p)
+	if k.Bootstrap != "127.0.0.1:1" || k.Group != p.Source.Group || k.SlimTopic != "slim" || k.Preserve || k.DeadLetterTopic != "raw.dlt" ||
+		len(k.RetryTopics) != 1 || k.RetryTopics[0] != "raw.retry" || k.TransactionalID != p.TransactionalID() ||
+		k.StartFrom.Latest || !k.StartFrom.Time.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) || k.TransactionTimeout != p.TransactionTimeout() {
+		t.Fatalf("%+v", k)
+	}
 }

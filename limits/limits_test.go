@@ -1,10 +1,15 @@
 package limits
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/config"
+	_ "github.com/offloader/offloader/stores/filesystem" // the filesystem store type, for a pipeline file
 )
 
 func figures() *Figures {
@@ -141,5 +146,62 @@ func TestTopicPolicyFollowsTheSource(t *testing.T) {
 	}
 	if p := f.policyProblems(); len(p) != 1 || !strings.Contains(p[0].What, "source topic b keeps: it keeps records for retention.ms=604800000, b for 2592000000") {
 		t.Errorf("problems %+v", p)
+	}
+}
+
+// The run-time limits of the slim, retry and dead-letter topics are their
+// lowest gates, by topic; without a dead-letter topic its limit is zero.
+func TestTheTopologysLimits(t *testing.T) {
+	f := figures()
+	f.Retries = []TopicInfo{{Name: "retry-1", Role: "retry", Exists: true, Partitions: 6, MaxMessageBytes: 500000}}
+	if l := f.SlimLimit(); l.Bytes != 1000000 || !strings.Contains(l.Gate, "producer's message.max.bytes") {
+		t.Errorf("slim limit %+v, want the producer's 1000000", l)
+	}
+	limits := f.FailureLimits()
+	if len(limits) != 2 || limits["retry-1"].Bytes != 500000 || limits["dlt"].Bytes != 1000000 {
+		t.Errorf("failure limits %+v", limits)
+	}
+	if names := []string{f.Failures()[0].Name, f.Failures()[1].Name}; names[0] != "retry-1" || names[1] != "dlt" {
+		t.Errorf("failure topics %v, want the retry topic, then the dead-letter topic", names)
+	}
+	if l := f.DeadLetterLimit(); l.Bytes != 1000000 {
+		t.Errorf("dead-letter limit %+v", l)
+	}
+	f.DeadLetter = nil
+	if l := f.DeadLetterLimit(); l.Bytes != 0 || len(f.Failures()) != 1 {
+		t.Errorf("without a dead-letter topic: limit %+v, failures %v", l, f.Failures())
+	}
+}
+
+// The pipeline's own figures: the first offload step's threshold, and its
+// stores' object lifetimes.
+func TestAddPipelineTakesTheChainAndTheStores(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	body := `pipelines:
+  p:
+    kafka: {bootstrap_servers: "127.0.0.1:9092"}
+    source: {topics: [raw], group: g}
+    slim_topic: slim
+    stores:
+      blob: {type: filesystem, root: ` + strconv.Quote(t.TempDir()) + `, object_lifetime: 168h}
+    transforms:
+      - {type: offload, store: blob, threshold: 500KiB}
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := config.Load(file, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loaded.Select("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := figures()
+	f.HasOffload, f.Threshold = false, 0
+	f.AddPipeline(p)
+	if !f.HasOffload || f.Threshold != 500<<10 || f.ObjectLifetimes["blob"] != 168*time.Hour {
+		t.Fatalf("offload %v, threshold %d, lifetimes %v; want 512000 and blob's 168h", f.HasOffload, f.Threshold, f.ObjectLifetimes)
 	}
 }

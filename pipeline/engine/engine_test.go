@@ -604,3 +604,56 @@ func TestARevokedPartitionsLagIsNoLongerReported(t *testing.T) {
 	}
 	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
 }
+
+// Without Options.Metrics the engine reports nothing and runs the same: an
+// abort is rewound and every record committed once. An AbortError says
+// what must abort, and unwraps to why.
+func TestAnEngineWithoutMetricsRuns(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 30, p0, p1)
+	h.opts.Metrics = nil
+	h.eng = h.build()
+	if st := h.eng.Status(); st.State != StateUnassigned || len(st.Partitions) != 0 {
+		t.Fatalf("status before the run: %+v, want %s", st, StateUnassigned)
+	}
+	h.ses.fail = func(n int) (error, bool) {
+		if n == 1 {
+			return &AbortError{Err: errAbort}, false
+		}
+		return nil, true
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 30, p1: 30})
+	if got := h.m.get(func(m *fakeMetrics) int { return m.in + m.commits }); got != 0 {
+		t.Errorf("the harness's metrics were told of %d events, want none: the engine had no Metrics", got)
+	}
+	ae := &AbortError{Err: errAbort}
+	if !errors.Is(ae, errAbort) || !strings.HasPrefix(ae.Error(), "transaction must abort: ") {
+		t.Errorf("AbortError: %q, unwraps to its cause: %v", ae, errors.Is(ae, errAbort))
+	}
+}
+
+// A consumer that cannot leave the group at the end of a run says so: the
+// run's records are committed, and its error names the leave.
+func TestAFailedLeaveIsTheRunsError(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 10, p0)
+	h.src.closeErr = errors.New("coordinator not available")
+	_, err := h.run(nil)
+	if err == nil || !strings.Contains(err.Error(), "leaving the consumer group: coordinator not available") {
+		t.Fatalf("run: %v, want the failed leave", err)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 10})
+}
+
+// A partition that cannot be paused at its end offset stops the run: the
+// records past the end would otherwise be read.
+func TestAPartitionThatCannotPauseAtItsEndStopsTheRun(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 10, p0)
+	h.b.write(p0, 5) // past the end: met, so the partition must pause
+	h.src.pauseErr = errors.New("unknown partition")
+	_, err := h.run(nil)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "pausing raw[0] at its end offset: unknown partition") {
+		t.Fatalf("run: %v, want a fatal error naming the pause", err)
+	}
+}

@@ -85,6 +85,8 @@ type source struct {
 	assigned []Partition
 	pos      map[Partition]int64
 	paused   map[Partition]bool
+	closeErr error // what Close returns
+	pauseErr error // what Pause returns
 	// sought are partitions whose position is unknown, since their
 	// assignment or a Seek, until a record of theirs is read: librdkafka
 	// knows a position only once it has handed a record out.
@@ -164,6 +166,9 @@ func (s *source) Poll(timeout time.Duration) (*pipeline.Record, error) {
 }
 
 func (s *source) Pause(parts []Partition) error {
+	if s.pauseErr != nil {
+		return s.pauseErr
+	}
 	for _, p := range parts {
 		s.paused[p] = true
 	}
@@ -228,7 +233,7 @@ func (s *source) Close() error {
 	if len(s.assigned) > 0 {
 		s.revoke(slices.Clone(s.assigned)...)
 	}
-	return nil
+	return s.closeErr
 }
 
 // session is a fake Session over a broker: what a transaction produced

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/pipeline"
 )
 
 // No pause lifts another's: a partition is resumed only when its last
@@ -55,5 +57,29 @@ func TestTheLedgerResumesAPartitionWhenItsLastReasonGoes(t *testing.T) {
 	must(l.resume([]Partition{p2}, untilDue))
 	if !src.paused[p2] {
 		t.Fatal("resuming a reason p2 did not have resumed it")
+	}
+}
+
+// After a store outage the batches wait for the record the store failed on;
+// the wait ends when that record, or a later one of its partition, is read,
+// or when its partition is given up (it may never come back to this
+// instance).
+func TestAPauseWaitsForTheFailedRecordUntilItsPartitionGoes(t *testing.T) {
+	var p pause
+	p.awaitFailed(&pipeline.Record{Topic: p0.Topic, Partition: p0.Partition, Offset: 7})
+	p.read(&pipeline.Record{Topic: p1.Topic, Partition: p1.Partition, Offset: 9})
+	p.revoked([]Partition{p1})
+	p.read(&pipeline.Record{Topic: p0.Topic, Partition: p0.Partition, Offset: 6})
+	if p.failed == nil {
+		t.Fatal("the wait ended on another partition's record, or an earlier one")
+	}
+	p.revoked([]Partition{p0})
+	if p.failed != nil {
+		t.Fatal("the wait outlived its partition")
+	}
+	p.awaitFailed(&pipeline.Record{Topic: p0.Topic, Partition: p0.Partition, Offset: 7})
+	p.read(&pipeline.Record{Topic: p0.Topic, Partition: p0.Partition, Offset: 8})
+	if p.failed != nil {
+		t.Fatal("a later record of the partition did not end the wait")
 	}
 }
