@@ -69,6 +69,19 @@ func (s Size) String() string {
 	return fmt.Sprintf("%dB", int64(s))
 }
 
+// Approx is the size for people, to a tenth of its unit: 4.2 MiB, 900 B.
+func (s Size) Approx() string {
+	switch {
+	case s >= GiB:
+		return fmt.Sprintf("%.1f GiB", float64(s)/float64(GiB))
+	case s >= MiB:
+		return fmt.Sprintf("%.1f MiB", float64(s)/float64(MiB))
+	case s >= KiB:
+		return fmt.Sprintf("%.1f KiB", float64(s)/float64(KiB))
+	}
+	return fmt.Sprintf("%d B", int64(s))
+}
+
 // SizeOrAuto is a Size, or "auto" (Auto): a size its user derives from other
 // figures. In YAML: a size as Size reads it, or the word auto.
 type SizeOrAuto Size

@@ -54,3 +54,12 @@ func TestSizeOrAutoDecodesAutoOrASize(t *testing.T) {
 		t.Errorf("got %v", problems)
 	}
 }
+
+// Approx rounds to a tenth of the largest unit the size reaches.
+func TestSizeApprox(t *testing.T) {
+	for in, want := range map[Size]string{0: "0 B", 900: "900 B", 1536: "1.5 KiB", 5*MiB + 200*KiB: "5.2 MiB", 3 * GiB: "3.0 GiB"} {
+		if got := in.Approx(); got != want {
+			t.Errorf("Size(%d).Approx() = %q, want %q", int64(in), got, want)
+		}
+	}
+}

@@ -322,7 +322,7 @@ func analysisEnd(ctx context.Context, p *config.Pipeline, topic string, partitio
 }
 
 func printAnalysis(w io.Writer, r analysisReport) {
-	fmt.Fprintf(w, "topic %s: %d records, %s, read in %.1fs\n\n", r.Topic, r.Records, bytesIEC(r.Bytes), r.Elapsed)
+	fmt.Fprintf(w, "topic %s: %d records, %s, read in %.1fs\n\n", r.Topic, r.Records, settings.Size(r.Bytes).Approx(), r.Elapsed)
 	if r.Records == 0 {
 		fmt.Fprintln(w, "nothing to analyze in the range read")
 		return
@@ -330,10 +330,10 @@ func printAnalysis(w io.Writer, r analysisReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tRECORDS\tBYTES\t")
 	for _, p := range r.Partitions {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t\n", p.Partition, p.Records, bytesIEC(p.Bytes))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t\n", p.Partition, p.Records, settings.Size(p.Bytes).Approx())
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nrecord sizes: p50 %s, p90 %s, p99 %s, max %s\n", bytesIEC(int64(r.P50)), bytesIEC(int64(r.P90)), bytesIEC(int64(r.P99)), bytesIEC(int64(r.Max)))
+	fmt.Fprintf(w, "\nrecord sizes: p50 %s, p90 %s, p99 %s, max %s\n", settings.Size(r.P50).Approx(), settings.Size(r.P90).Approx(), settings.Size(r.P99).Approx(), settings.Size(r.Max).Approx())
 	var most int64
 	for _, b := range r.Histogram {
 		most = max(most, b.Records)
@@ -343,19 +343,19 @@ func printAnalysis(w io.Writer, r analysisReport) {
 		if b.Records == 0 {
 			bar = ""
 		}
-		fmt.Fprintf(w, "  %9s - %-9s %8d %s\n", bytesIEC(int64(b.From)), bytesIEC(int64(b.To)), b.Records, bar)
+		fmt.Fprintf(w, "  %9s - %-9s %8d %s\n", settings.Size(b.From).Approx(), settings.Size(b.To).Approx(), b.Records, bar)
 	}
 	fmt.Fprintf(w, "\nlargest records:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  PARTITION\tOFFSET\tSIZE\tKEY BYTES\tHEADER BYTES")
 	for _, l := range r.Largest {
-		fmt.Fprintf(tw, "  %d\t%d\t%s\t%d\t%d\n", l.Partition, l.Offset, bytesIEC(int64(l.Size)), l.KeyBytes, l.HeaderBytes)
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%d\t%d\n", l.Partition, l.Offset, settings.Size(l.Size).Approx(), l.KeyBytes, l.HeaderBytes)
 	}
 	tw.Flush()
 	o := r.Offload
-	fmt.Fprintf(w, "\noffloading at %s (%s):\n", bytesIEC(int64(o.Threshold)), r.Threshold)
-	fmt.Fprintf(w, "  %d records (%.1f%%) offloaded, %s to the store\n", o.Records, 100*float64(o.Records)/float64(r.Records), bytesIEC(o.Bytes))
-	fmt.Fprintf(w, "  slim topic %s (%.1f%% of %s)", bytesIEC(o.SlimBytes), 100*float64(o.SlimBytes)/float64(max(r.Bytes, 1)), bytesIEC(r.Bytes))
+	fmt.Fprintf(w, "\noffloading at %s (%s):\n", settings.Size(o.Threshold).Approx(), r.Threshold)
+	fmt.Fprintf(w, "  %d records (%.1f%%) offloaded, %s to the store\n", o.Records, 100*float64(o.Records)/float64(r.Records), settings.Size(o.Bytes).Approx())
+	fmt.Fprintf(w, "  slim topic %s (%.1f%% of %s)", settings.Size(o.SlimBytes).Approx(), 100*float64(o.SlimBytes)/float64(max(r.Bytes, 1)), settings.Size(r.Bytes).Approx())
 	if o.AlreadyPointers > 0 {
 		fmt.Fprintf(w, "; %d records already are pointers", o.AlreadyPointers)
 	}

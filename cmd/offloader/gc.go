@@ -16,6 +16,7 @@ import (
 	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/settings"
 )
 
 func gcCommand() *command {
@@ -200,7 +201,9 @@ func printGC(w io.Writer, p *config.Pipeline, rep *gc.Report) {
 	}
 }
 
-func countOf(c gc.Count) string { return fmt.Sprintf("%d (%s)", c.Objects, bytesIEC(c.Bytes)) }
+func countOf(c gc.Count) string {
+	return fmt.Sprintf("%d (%s)", c.Objects, settings.Size(c.Bytes).Approx())
+}
 
 // printGCJSON prints the report, and the error that stopped gc, if any.
 func printGCJSON(w io.Writer, rep *gc.Report, err error) {

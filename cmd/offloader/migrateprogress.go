@@ -13,6 +13,7 @@ import (
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/pipeline/engine"
+	"github.com/offloader/offloader/settings"
 )
 
 // progressLineEvery is how often migrate logs a progress line when stderr
@@ -84,7 +85,7 @@ func (m *migrationProgress) add(records map[engine.Partition]int64, bytes int) {
 	switch {
 	case m.progressBar != nil:
 		m.progressBar.Add64(n)
-		m.progressBar.Describe("migrating, " + bytesIEC(int64(bytes)) + " in the last batch")
+		m.progressBar.Describe("migrating, " + settings.Size(bytes).Approx() + " in the last batch")
 	case m.log != nil && m.now().Sub(m.lineAt) >= progressLineEvery:
 		m.line()
 	}

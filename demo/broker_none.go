@@ -1,6 +1,6 @@
 //go:build !demo
 
-package main
+package demo
 
 import "errors"
 

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/settings"
 )
 
 // demoReport checks that every record arrived once, in order, resolving to its
@@ -68,10 +69,10 @@ func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *r
 
 	fmt.Fprintf(out, "pipeline    caught up in %s\n\n", elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "records     in %d, out %d\n", len(recs), len(got))
-	fmt.Fprintf(out, "  offloaded %d (%s moved to the payload store)\n", offloaded, bytesIEC(offloadedBytes))
+	fmt.Fprintf(out, "  offloaded %d (%s moved to the payload store)\n", offloaded, settings.Size(offloadedBytes).Approx())
 	fmt.Fprintf(out, "  inline    %d, tombstones %d\n", inline, tombstones)
 	fmt.Fprintf(out, "bytes       raw topic %s, slim topic %s (%.1f%%), keys and values\n",
-		bytesIEC(rawBytes), bytesIEC(slimBytes), 100*float64(slimBytes)/float64(max(rawBytes, 1)))
+		settings.Size(rawBytes).Approx(), settings.Size(slimBytes).Approx(), 100*float64(slimBytes)/float64(max(rawBytes, 1)))
 	if example != nil {
 		fmt.Fprintf(out, "\none pointer record (partition %d, offset %d, key %s):\n", example.Partition, example.Offset, example.Key)
 		for _, h := range example.Headers {
@@ -101,17 +102,4 @@ func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *r
 	fmt.Fprintf(out, "            docs/getting-started.md\n"+
 		"              from here to your own topic pair\n")
 	return nil
-}
-
-// bytesIEC formats a byte count for people.
-func bytesIEC(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

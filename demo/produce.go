@@ -1,8 +1,9 @@
-package main
+package demo
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -12,19 +13,29 @@ import (
 	"github.com/offloader/offloader/settings"
 )
 
-// produceTo writes test records to a topic of the user's cluster: the
-// demo's mix, or values of the --sizes in turn, keyed, with headers and a
-// tombstone every 50th record.
-func (c *cli) produceTo(o demoOptions) error {
-	recs := demoMix(o.records)
-	if o.sizes != nil {
-		recs = sizedRecords(o.records, o.sizes)
+// Producing shapes ProduceTo.
+type Producing struct {
+	Bootstrap, Topic string
+	Records          int
+	// Sizes, when set, are the values' sizes in turn (else the demo's mix).
+	Sizes []int
+	// Properties are librdkafka producer properties (security, SASL).
+	Properties map[string]string
+}
+
+// ProduceTo writes test records to a topic of the user's cluster: the
+// demo's mix, or values of o.Sizes in turn, keyed, with headers and a
+// tombstone every 50th record, and says what it wrote to out.
+func ProduceTo(out io.Writer, o Producing) error {
+	recs := demoMix(o.Records)
+	if o.Sizes != nil {
+		recs = sizedRecords(o.Records, o.Sizes)
 	}
-	out := make([]*pipeline.Record, len(recs))
+	msgs := make([]*pipeline.Record, len(recs))
 	var total int64
 	largest, tombstones := 0, 0
 	for i, r := range recs {
-		out[i] = &pipeline.Record{Topic: o.produceTo, Partition: kafka.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
+		msgs[i] = &pipeline.Record{Topic: o.Topic, Partition: kafka.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 		largest = max(largest, len(r.value))
 		if r.value == nil {
@@ -32,19 +43,19 @@ func (c *cli) produceTo(o demoOptions) error {
 		}
 	}
 	started := time.Now()
-	err := kafka.Produce(o.bootstrap, o.props, out, 16<<20, 5*time.Minute)
+	err := kafka.Produce(o.Bootstrap, o.Properties, msgs, 16<<20, 5*time.Minute)
 	switch {
 	case errors.Is(err, kafka.ErrUnknownTopic):
 		return fmt.Errorf("producing to %s: %w\n  fix: create it: kafka-topics.sh --bootstrap-server %s --create --topic %[1]s --partitions 3 --config max.message.bytes=16777216",
-			o.produceTo, err, o.bootstrap)
+			o.Topic, err, o.Bootstrap)
 	case errors.Is(err, kafka.ErrRecordTooLarge):
 		return fmt.Errorf("producing to %s: %w\n  fix: raise the topic's limit (kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %[1]s --add-config max.message.bytes=16777216) or give smaller --sizes",
-			o.produceTo, err, o.bootstrap)
+			o.Topic, err, o.Bootstrap)
 	case err != nil:
-		return fmt.Errorf("producing to %s: %w", o.produceTo, err)
+		return fmt.Errorf("producing to %s: %w", o.Topic, err)
 	}
-	fmt.Fprintf(c.stdout, "produced %d records (%s, the largest value %s, %d tombstones) to %s in %s\n",
-		len(recs), bytesIEC(total), bytesIEC(int64(largest)), tombstones, o.produceTo, time.Since(started).Round(time.Millisecond))
+	fmt.Fprintf(out, "produced %d records (%s, the largest value %s, %d tombstones) to %s in %s\n",
+		len(recs), settings.Size(total).Approx(), settings.Size(largest).Approx(), tombstones, o.Topic, time.Since(started).Round(time.Millisecond))
 	return nil
 }
 
