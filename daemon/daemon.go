@@ -164,7 +164,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 			o.Started(d.until)
 		}
 	}
-	var offload engine.Offloader
+	var offload dlt.Offloader
 	if chain.DeadLetter != nil {
 		offload = chain.DeadLetter
 	}

@@ -65,3 +65,10 @@ func (r *Record) WithHeader(key string, value []byte) *Record {
 	c.Headers = append(c.Headers, Header{Key: key, Value: value})
 	return c
 }
+
+// Limit is the largest record a topic takes, and the gate that sets it
+// (for errors: "the producer's message.max.bytes (1000000; ...)").
+type Limit struct {
+	Bytes int
+	Gate  string
+}

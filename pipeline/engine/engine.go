@@ -58,6 +58,7 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 		e.intake.RetryTopics[t.Topic] = true
 	}
 	e.deadLetterTopic = rules.DeadLetterTopic
+	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
 	return e, nil
 }
 
@@ -71,6 +72,7 @@ type Engine struct {
 	policy          *dlt.Policy
 	intake          dlt.Intake // what a consumed record may claim about itself
 	deadLetterTopic string
+	reporter        *dlt.Reporter // a failure's record, fitted to its topic
 
 	batch    batch
 	assigned []Partition

@@ -64,13 +64,11 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 		stage = "retry headers"
 	}
 	failure := dlt.Failure{Record: in, Err: cause, Stage: stage, Attempts: d.Attempts, At: e.opts.Now()}
-	var rec *pipeline.Record
-	if d.Action == dlt.RetryTier {
-		rec = dlt.RetryRecord(failure, e.opts.Name, d.Topic, d.Due)
-	} else {
-		rec = dlt.Record(failure, e.opts.Name, d.Topic)
+	rec, err := e.reporter.Report(ctx, failure, d)
+	var unfit *dlt.UnfitError
+	if errors.As(err, &unfit) {
+		return nil, fmt.Errorf("%w: %w", ErrFatal, err)
 	}
-	rec, err := e.fit(ctx, rec, failure)
 	if err != nil {
 		return nil, err
 	}
@@ -91,51 +89,6 @@ func (e *Engine) stopFor(in *pipeline.Record, cause error, d dlt.Decision) error
 		fix = "; " + fix
 	}
 	return fmt.Errorf("%w: %s/%d@%d: %w%s", ErrFatal, in.Topic, in.Partition, in.Offset, cause, fix)
-}
-
-// fit makes a retry or dead-letter record fit its topic, as dlt.FitFor says:
-// as it is, with its value offloaded, or, when its key or headers alone are
-// too large, as a pointer to the whole original record stored as one object,
-// with the error headers, on the dead-letter topic (a retry tier cannot use
-// such a record). Without a payload store nothing can hold it, and the
-// instance stops rather than drop it.
-func (e *Engine) fit(ctx context.Context, rec *pipeline.Record, failure dlt.Failure) (*pipeline.Record, error) {
-	l, offload := e.opts.FailureLimits[rec.Destination], e.opts.DeadLetterOffload
-	limit := l.Bytes
-	if limit <= 0 {
-		return rec, nil
-	}
-	size := pipeline.EstimateRecordSize(rec)
-	in := failure.Record
-	fits := offload != nil && offload.ValueOffloadFits(rec, limit)
-	switch dlt.FitFor(size, limit, fits, offload != nil) {
-	case dlt.AsIs:
-		return rec, nil
-	case dlt.CannotFit:
-		return nil, fmt.Errorf("%w: %s/%d@%d failed (%w) and its %d-byte record is over the %d bytes %s takes; add an offload step, which also stores failed records too large for that topic, or raise that limit",
-			ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, limit, l.Gate)
-	case dlt.OffloadValue:
-		out, err := offload.Apply(ctx, rec)
-		if err != nil {
-			return nil, fmt.Errorf("offloading the value of failed record %s/%d@%d: %w", in.Topic, in.Partition, in.Offset, err)
-		}
-		if pipeline.EstimateRecordSize(out) <= limit {
-			return out, nil
-		}
-	}
-	whole, err := offload.StoreRecord(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("storing failed record %s/%d@%d whole: %w", in.Topic, in.Partition, in.Offset, err)
-	}
-	failure.Record = whole
-	out := dlt.Record(failure, e.opts.Name, e.deadLetterTopic)
-	if dl := e.opts.FailureLimits[e.deadLetterTopic]; dl.Bytes > 0 {
-		if size := pipeline.EstimateRecordSize(out); size > dl.Bytes {
-			return nil, fmt.Errorf("%w: %s/%d@%d failed (%w); it was stored whole, but even the pointer to it (%d bytes with the error headers) is over the %d bytes %s takes: raise that limit",
-				ErrFatal, in.Topic, in.Partition, in.Offset, failure.Err, size, dl.Bytes, dl.Gate)
-		}
-	}
-	return out, nil
 }
 
 // produceFailed handles a failure to produce a result: a transaction that must

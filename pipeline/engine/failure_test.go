@@ -184,7 +184,7 @@ func TestARecordNothingCanTakeStopsTheInstance(t *testing.T) {
 // dead-letter topic it stops, naming the limit that binds.
 func TestAnOversizeOutputNamesItsLimit(t *testing.T) {
 	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
-	h.opts.SlimLimit = Limit{40, "the producer's message.max.bytes (40; kafka.producer in the pipeline file)"}
+	h.opts.SlimLimit = Limit{Bytes: 40, Gate: "the producer's message.max.bytes (40; kafka.producer in the pipeline file)"}
 	h.b.write(p0, 3)
 	h.untilEnd()
 	_, err := h.run(nil)
@@ -222,7 +222,7 @@ func TestAFailedRecordTheDeadLetterTopicCannotHoldIsStoredWhole(t *testing.T) {
 	fat := bytes.Repeat([]byte("k"), 600)
 	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: string(fat), times: 99, err: poison}}, p0)
 	off := &offloader{}
-	h.opts.FailureLimits, h.opts.DeadLetterOffload = map[string]Limit{dead.Topic: {500, "the dead-letter topic raw.dlt"}}, off
+	h.opts.FailureLimits, h.opts.DeadLetterOffload = map[string]Limit{dead.Topic: {Bytes: 500, Gate: "the dead-letter topic raw.dlt"}}, off
 	h.b.write(p0, 5)
 	h.b.mu.Lock()
 	h.b.logs[p0][2].Key = fat
@@ -249,7 +249,7 @@ func TestAFailedRecordWithALargeValueIsOffloadedOrStops(t *testing.T) {
 	for _, withStore := range []bool{true, false} {
 		h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: "key-1", times: 99, err: poison}}, p0)
 		off := &offloader{}
-		h.opts.FailureLimits = map[string]Limit{dead.Topic: {500, "the dead-letter topic raw.dlt's max.message.bytes (500)"}}
+		h.opts.FailureLimits = map[string]Limit{dead.Topic: {Bytes: 500, Gate: "the dead-letter topic raw.dlt's max.message.bytes (500)"}}
 		if withStore {
 			h.opts.DeadLetterOffload = off
 		}

@@ -19,17 +19,6 @@ type Commit struct {
 	MaxBytes   int
 }
 
-// Offloader stores what a failure record cannot carry within its topic's
-// limit (transforms.Offload with the dead-letter topic's limit).
-type Offloader interface {
-	// ValueOffloadFits says whether offloading rec's value brings it under limit.
-	ValueOffloadFits(rec *pipeline.Record, limit int) bool
-	// Apply offloads rec's value.
-	Apply(ctx context.Context, rec *pipeline.Record) (*pipeline.Record, error)
-	// StoreRecord stores the whole of rec and returns a pointer record to it.
-	StoreRecord(ctx context.Context, rec *pipeline.Record) (*pipeline.Record, error)
-}
-
 // Options configure an Engine.
 type Options struct {
 	// Name is the pipeline's name, for dead-letter headers.
@@ -59,7 +48,7 @@ type Options struct {
 	FailureLimits map[string]Limit
 	// DeadLetterOffload stores what a failure record cannot carry (nil: the
 	// pipeline has no payload store).
-	DeadLetterOffload Offloader
+	DeadLetterOffload dlt.Offloader
 	// SourcePartitions are the source topics' partition counts, against
 	// which retry records' original coordinates are checked.
 	SourcePartitions map[string]int

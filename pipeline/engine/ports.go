@@ -97,9 +97,5 @@ func (e *AbortError) Error() string { return "transaction must abort: " + e.Err.
 
 func (e *AbortError) Unwrap() error { return e.Err }
 
-// Limit is the largest record a topic takes, and the gate that sets it
-// (for errors: "the producer's message.max.bytes (1000000; ...)").
-type Limit struct {
-	Bytes int
-	Gate  string
-}
+// Limit is the largest record a topic takes (pipeline.Limit).
+type Limit = pipeline.Limit
