@@ -223,7 +223,7 @@ func produceRecords(t testing.TB, topic string, recs []sourceRecord) {
 
 // resolve returns a slim record's original value: the value itself, or for a
 // pointer the stored bytes after checking size and SHA-256.
-func resolve(t *testing.T, s stores.Store, m *kafka.Message) []byte {
+func resolve(t testing.TB, s stores.Store, m *kafka.Message) []byte {
 	t.Helper()
 	isPtr := false
 	for _, h := range m.Headers {
@@ -365,7 +365,7 @@ func TestPipelineCopiesEveryRecordOnceInOrder(t *testing.T) {
 }
 
 // openFS opens the filesystem store the tests' pipelines call "payloads".
-func openFS(t *testing.T, root string) *filesystem.Store {
+func openFS(t testing.TB, root string) *filesystem.Store {
 	t.Helper()
 	s, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
 	if err != nil {
@@ -474,7 +474,7 @@ func assertSlimHolds(t *testing.T, got []*kafka.Message, recs []sourceRecord, ro
 // assertEachOnce checks that got holds exactly one record for each key "0".."n-1"
 // (the tests' source keys), each slim partition in increasing key order (the
 // order the tests produce in), calling check on each with its source index.
-func assertEachOnce(t *testing.T, got []*kafka.Message, n int, check func(i int, m *kafka.Message)) {
+func assertEachOnce(t testing.TB, got []*kafka.Message, n int, check func(i int, m *kafka.Message)) {
 	t.Helper()
 	seen := make([]int, n)
 	last := map[int32]int{} // per slim partition, the last index seen

@@ -163,14 +163,14 @@ func createTopic(t testing.TB, name string, partitions int, config map[string]st
 // consumeAll reads a topic from the beginning with read_committed until it has
 // seen want records or timeout passes, then keeps reading for a further two
 // seconds so that records beyond the expected ones (duplicates) show up too.
-func consumeAll(t *testing.T, topic string, want int, timeout time.Duration) []*kafka.Message {
+func consumeAll(t testing.TB, topic string, want int, timeout time.Duration) []*kafka.Message {
 	t.Helper()
 	return consumeIsolated(t, topic, "read_committed", want, timeout)
 }
 
 // consumeIsolated is consumeAll with a chosen isolation.level: read_uncommitted
 // also returns the records of aborted transactions.
-func consumeIsolated(t *testing.T, topic, isolation string, want int, timeout time.Duration) []*kafka.Message {
+func consumeIsolated(t testing.TB, topic, isolation string, want int, timeout time.Duration) []*kafka.Message {
 	t.Helper()
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers":  bootstrap,
