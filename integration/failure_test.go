@@ -338,19 +338,22 @@ func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 	assertSlimHolds(t, got, recs, root)
 }
 
-// TestStoreOutageLosesNothing stops Azurite (1) before the daemon starts: it
+// TestStoreOutageLosesNothing takes Azurite away (its own fault proxy in front
+// of it, so that the other tests go on) (1) before the daemon starts: it
 // exits 1 naming the store, having consumed nothing; (2) mid-run: within the
 // store budget the daemon logs the failing store and counts the slow call
 // (offloader_store_calls_slow), then it pauses loudly (log, offloader_paused, /readyz 503 with the reason, for the
 // whole outage) for longer than its store budget and resumes when Azurite is
 // back, logging both once. Every record arrives exactly once.
 func TestStoreOutageLosesNothing(t *testing.T) {
+	t.Parallel()
+	azure, azurite := azureThroughProxy(t)
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 2, nil)
 	container := uniqueName(t, "c")
 	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, "+
-		"max_retries: 1, try_timeout: 1s, retry_delay: 100ms}", container, azureConnStr)
+		"max_retries: 1, try_timeout: 1s, retry_delay: 100ms}", container, azure)
 	// Over the 5 s after which a retrying store call is logged and counted.
 	const budget = 8 * time.Second
 	cfg := pipelineFile(t, "outage", raw, slim, uniqueName(t, "g"), storeYAML,
@@ -359,8 +362,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	recs := numberedRecords(1200, 2, 4, 100<<10, 1000)
 	produceRecords(t, raw, recs)
 
-	services(t, "stop", "azurite")
-	t.Cleanup(func() { services(t, "start", "azurite") }) // for the tests after this one
+	azurite.down()
 	d := startDaemon(t, cfg, txid)
 	if code := d.waitExit(t, 60*time.Second); code != 1 {
 		t.Fatalf("with Azurite down at start the daemon exited %d, want 1", code)
@@ -372,11 +374,11 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 		t.Fatalf("the slim topic holds %d records after a failed start", n)
 	}
 
-	services(t, "start", "azurite")
+	azurite.up(t)
 	d = startDaemon(t, cfg, txid, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	base := d.metricsURL(t)
 	waitForMetric(t, base, "offloader_records_out_total", func(v float64) bool { return v >= 200 }, 60*time.Second)
-	services(t, "stop", "azurite")
+	azurite.down()
 	// Within the budget the pipeline stands still, and says so.
 	waitForMetric(t, base, "offloader_store_calls_slow", func(v float64) bool { return v >= 1 }, 15*time.Second)
 	if paused := metric(t, base, "offloader_paused"); paused != 0 {
@@ -400,7 +402,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	if out := metric(t, base, "offloader_records_out_total"); out != pausedAt {
 		t.Errorf("records out went from %v to %v while the store was down", pausedAt, out)
 	}
-	services(t, "start", "azurite")
+	azurite.up(t)
 
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
 	for _, name := range []string{"offloader_paused", "offloader_store_calls_slow"} {

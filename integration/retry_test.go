@@ -228,8 +228,11 @@ pipelines:
 // store calls fail past the budget go to the retry topic instead of pausing the
 // pipeline, and succeed from there once Azurite is back; nothing reaches the
 // dead-letter topic. A retry is due its delay after the record failed, so the
-// delay leaves room for the test to see all of them and restart Azurite.
+// delay leaves room for the test to see all of them and bring Azurite back
+// (its own fault proxy in front of it goes down and up).
 func TestStoreOutageToRetryTopic(t *testing.T) {
+	t.Parallel()
+	azure, azurite := azureThroughProxy(t)
 	raw, slim, retry1, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "retry1"), uniqueName(t, "dlt")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	for _, topic := range []string{slim, retry1} {
@@ -253,11 +256,10 @@ pipelines:
       payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, max_retries: 1, try_timeout: 1s, retry_delay: 100ms}
     transforms: [{type: offload, store: payloads, threshold: 64KiB}]
     observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, retry1, dead, container, azureConnStr))
+`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, retry1, dead, container, azure))
 	d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitReady(t, d.metricsURL(t), 60*time.Second)
-	services(t, "stop", "azurite")
-	t.Cleanup(func() { services(t, "start", "azurite") })
+	azurite.down()
 	recs := numberedRecords(20, 2, 1, 100<<10, 0)
 	produceRecords(t, raw, recs)
 	retries := consumeAll(t, retry1, len(recs), 60*time.Second)
@@ -274,7 +276,7 @@ pipelines:
 			firstDue = due
 		}
 	}
-	services(t, "start", "azurite")
+	azurite.up(t)
 	if back := time.Now(); back.After(firstDue) {
 		t.Fatalf("Azurite was back %s after the first retry was due: this machine needs a longer retry delay in this test", back.Sub(firstDue))
 	}
