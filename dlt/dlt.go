@@ -1,7 +1,9 @@
-// Package dlt classifies record failures and builds dead-letter records: the
-// original record plus context headers named like Kafka Connect's
-// __connect.errors.* (so tools that read Connect's dead-letter queues read
-// offloader's), produced in the same transaction as the offsets that skip it.
+// Package dlt classifies record failures, decides what becomes of each (the
+// Policy), and writes their retry and dead-letter records fitted to their
+// topics (the Reporter): the original record plus context headers named like
+// Kafka Connect's __connect.errors.* (so tools that read Connect's
+// dead-letter queues read offloader's), produced in the same transaction as
+// the offsets that skip it.
 package dlt
 
 import (

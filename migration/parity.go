@@ -2,9 +2,9 @@
 // needs beyond the pipeline itself: the size analysis of a topic (what
 // offloading would do), the parity check of a migrated topic against its
 // source, and the exact translation of consumer group offsets from the raw
-// topic to the slim topic. It reads no Kafka itself: the records come from
-// the caller (offloader migrate and analyze read them through
-// internal/kafka), so everything here is tested on plain records.
+// topic to the slim topic (PlanTranslation). It reads no Kafka itself: it
+// reads through a port (Log, Cluster) that internal/kafka implements, so
+// everything here is tested on plain records and in-memory fakes.
 package migration
 
 import (

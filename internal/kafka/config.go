@@ -1,8 +1,15 @@
 // Package kafka is offloader's edge to Kafka on confluent-kafka-go (cgo,
-// bundled librdkafka), the only package besides cmd/ that imports it: the
-// clients' configuration, the group Source and transactional Session the
-// engine (pipeline/engine) runs against, with the stuck-call watchdog that
-// replaces a stuck producer, and the admin calls that check and run use.
+// bundled librdkafka), the only package besides cmd/ and the client
+// adapters that imports it. It takes options (Client, Pipeline), never the
+// pipeline file. Its concepts, a file or two each: one librdkafka
+// configuration builder per client kind (config.go); the group Source and
+// transactional Session the engine (pipeline/engine) runs against, with the
+// stuck-call watchdog that replaces a stuck producer (group.go, session.go,
+// ends.go); the admin calls (inspect.go: the survey; createtopics.go,
+// topics.go: topic creation; groups.go: group offsets); the Reader that
+// never skips (reader.go) and the ports it serves (topiclog.go for gc,
+// clusterlog.go for migration); the removal of a static member (leave.go);
+// and the check of librdkafka properties (properties.go).
 package kafka
 
 import (
