@@ -3,7 +3,6 @@ package s3
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,105 +10,20 @@ import (
 
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/stores/storetest"
 )
 
-// Single puts and multipart uploads round-trip their bytes and metadata;
-// Stat, List (across pages) and Delete see what was written.
-func TestTheStoreRoundTripsOnTheProtocol(t *testing.T) {
-	fake, url := startFakeS3(t)
-	fake.pageMax = 2
+// The store passes the conformance suite on the protocol's answerer: round
+// trips small and multi-MiB (single puts and multipart uploads), overwrites,
+// owner-checked replacement, bounded reads, not-found, deletes, refused
+// keys, concurrent puts and listings by prefix.
+func TestConformanceOnTheProtocol(t *testing.T) {
+	_, url := startFakeS3(t)
 	s, err := openFake(t, url, func(c *Config) { c.SinglePutMax, c.PartSize = 6*settings.MiB, 5*settings.MiB })
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ctx := context.Background()
-	values := map[string][]byte{"p/a": []byte("small"), "p/b": bytes.Repeat([]byte("m"), 11<<20+3), "p/c": nil, "q/d": []byte("elsewhere")}
-	for key, v := range values {
-		if err := s.Put(ctx, key, v, stores.Metadata{"writer": "orders@slim", "source_offset": "7"}); err != nil {
-			t.Fatalf("Put %s: %v", key, err)
-		}
-	}
-	for key, v := range values {
-		got, err := s.Get(ctx, key, 16<<20)
-		if err != nil || sha256.Sum256(got) != sha256.Sum256(v) {
-			t.Fatalf("Get %s: %d bytes, %v; want the %d put", key, len(got), err, len(v))
-		}
-		info, err := s.Stat(ctx, key)
-		if err != nil || info.Size != int64(len(v)) || info.Metadata["writer"] != "orders@slim" || info.Modified.IsZero() {
-			t.Fatalf("Stat %s: %+v, %v", key, info, err)
-		}
-	}
-	var listed []string
-	if err := s.List(ctx, "p/", func(o stores.Object) error {
-		listed = append(listed, o.Key)
-		if o.Size != int64(len(values[o.Key])) {
-			t.Errorf("%s listed with %d bytes, want %d", o.Key, o.Size, len(values[o.Key]))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(listed, ",") != "p/a,p/b,p/c" {
-		t.Fatalf("List p/ over pages of 2: %v", listed)
-	}
-	stop := errors.New("enough")
-	if err := s.List(ctx, "p/", func(stores.Object) error { return stop }); !errors.Is(err, stop) {
-		t.Fatalf("List ends with its callback's error: %v", err)
-	}
-	for _, key := range []string{"p/a", "p/a"} { // a missing object is no error
-		if err := s.Delete(ctx, key); err != nil {
-			t.Fatalf("Delete %s: %v", key, err)
-		}
-	}
-	if _, err := s.Get(ctx, "p/a", 10); stores.KindOf(err) != stores.NotFound {
-		t.Fatalf("Get of a deleted object: %v (kind %v)", err, stores.KindOf(err))
-	}
-	if _, err := s.Stat(ctx, "p/a"); stores.KindOf(err) != stores.NotFound {
-		t.Fatalf("Stat of a deleted object: %v (kind %v)", err, stores.KindOf(err))
-	}
-	if len(fake.uploads) != 0 {
-		t.Fatalf("%d multipart uploads left open", len(fake.uploads))
-	}
-}
-
-// An object is replaced only when its metadata names no other owner, and
-// then on the ETag checked; a multipart upload that fails is aborted.
-func TestPutReplacesOnlyItsOwnObject(t *testing.T) {
-	fake, url := startFakeS3(t)
-	s, err := openFake(t, url, func(c *Config) { c.SinglePutMax, c.PartSize = 5*settings.MiB, 5*settings.MiB })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	mine := stores.Metadata{stores.MetaOwner: "raw/0/4"}
-	if err := s.Put(ctx, "k", []byte("victim"), mine); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range [][]byte{[]byte("attacker"), bytes.Repeat([]byte("a"), 6<<20)} {
-		err := s.Put(ctx, "k", v, stores.Metadata{stores.MetaOwner: "raw/1/9"})
-		if !errors.Is(err, stores.ErrOwnedByOther) || stores.KindOf(err) != stores.Permanent {
-			t.Fatalf("Put over another owner's object (%d bytes): %v", len(v), err)
-		}
-	}
-	if got, _ := s.Get(ctx, "k", 100); string(got) != "victim" {
-		t.Fatalf("the owner's object now holds %q", got)
-	}
-	if err := s.Put(ctx, "k", []byte("again"), mine); err != nil {
-		t.Fatalf("the owner writes again: %v", err)
-	}
-	if got, _ := s.Get(ctx, "k", 100); string(got) != "again" {
-		t.Fatalf("the owner's second write left %q", got)
-	}
-	started := fake.nextID
-	fake.failNext(http.MethodPost, "/b/big?uploadId", http.StatusInternalServerError, "InternalError") // the completion
-	err = s.Put(ctx, "big", bytes.Repeat([]byte("b"), 6<<20), nil)
-	if err == nil || stores.KindOf(err) != stores.Retryable {
-		t.Fatalf("a multipart upload whose completion fails: %v", err)
-	}
-	if len(fake.uploads) != 0 || fake.nextID != started+1 {
-		t.Fatalf("%d multipart uploads left open, %d started; want the one started aborted", len(fake.uploads), fake.nextID-started)
-	}
+	storetest.Run(t, s)
 }
 
 // The service's answers are classified: 5xx, 429 and 408 retryable, 404
@@ -219,5 +133,57 @@ func TestValidateNamesEachSetting(t *testing.T) {
 	good.Validate("stores.s", &none)
 	if len(none) != 0 || good.RequestTimeout() != good.TryTimeout {
 		t.Fatalf("the defaults: %v", none)
+	}
+}
+
+// A listing follows the service's pages, keeps to its prefix, and ends
+// with its callback's error.
+func TestListingFollowsPages(t *testing.T) {
+	fake, url := startFakeS3(t)
+	fake.pageMax = 2
+	s, err := openFake(t, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, key := range []string{"p/a", "p/b", "p/c", "q/d"} {
+		if err := s.Put(ctx, key, []byte(key), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var listed []string
+	if err := s.List(ctx, "p/", func(o stores.Object) error {
+		listed = append(listed, o.Key)
+		if o.Size != 3 || o.Modified.IsZero() {
+			t.Errorf("%s listed as %+v", o.Key, o)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(listed, ",") != "p/a,p/b,p/c" {
+		t.Fatalf("List p/ over pages of 2: %v", listed)
+	}
+	stop := errors.New("enough")
+	if err := s.List(ctx, "p/", func(stores.Object) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("List ends with its callback's error: %v", err)
+	}
+}
+
+// A multipart upload whose completion fails is aborted: its parts are not
+// left to be billed.
+func TestAFailedMultipartUploadIsAborted(t *testing.T) {
+	fake, url := startFakeS3(t)
+	s, err := openFake(t, url, func(c *Config) { c.SinglePutMax, c.PartSize = 5*settings.MiB, 5*settings.MiB })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.failNext(http.MethodPost, "/b/big?uploadId", http.StatusInternalServerError, "InternalError") // the completion
+	err = s.Put(context.Background(), "big", bytes.Repeat([]byte("b"), 6<<20), nil)
+	if err == nil || stores.KindOf(err) != stores.Retryable {
+		t.Fatalf("a multipart upload whose completion fails: %v", err)
+	}
+	if len(fake.uploads) != 0 || fake.nextID != 1 {
+		t.Fatalf("%d multipart uploads left open, %d started; want the one started aborted", len(fake.uploads), fake.nextID)
 	}
 }
