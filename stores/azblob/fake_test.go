@@ -28,7 +28,7 @@ type fakeBlob struct {
 	// fail answers the next requests whose method and path (with its
 	// query) prefix match with the status and error code given.
 	fail    []fakeFault
-	pageMax int
+	pageMax int // keys per listing page: 2, so that the conformance suite's listing spans pages
 }
 
 type fakeBlobObject struct {
@@ -47,7 +47,7 @@ type fakeFault struct {
 const fakeAccount = "/devstoreaccount1/"
 
 func startFakeBlob(t *testing.T) (*fakeBlob, string) {
-	f := &fakeBlob{containers: map[string]bool{"c": true}, blobs: map[string]fakeBlobObject{}, blocks: map[string]map[string][]byte{}, pageMax: 5000}
+	f := &fakeBlob{containers: map[string]bool{"c": true}, blobs: map[string]fakeBlobObject{}, blocks: map[string]map[string][]byte{}, pageMax: 2}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL

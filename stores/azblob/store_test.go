@@ -3,7 +3,6 @@ package azblob
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,33 +46,14 @@ func TestServiceErrorsAreClassified(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, c := range []struct {
-		status int
-		code   string
-		kind   stores.Kind
-	}{
-		{http.StatusServiceUnavailable, "ServerBusy", stores.Retryable},
-		{http.StatusTooManyRequests, "TooManyRequests", stores.Retryable},
-		{http.StatusRequestTimeout, "OperationTimedOut", stores.Retryable},
-		{http.StatusForbidden, "AuthorizationFailure", stores.Permanent},
-		{http.StatusNotFound, "BlobNotFound", stores.NotFound},
-		{http.StatusNotFound, "ContainerNotFound", stores.Permanent},
-	} {
-		fake.failNext(http.MethodGet, fakeAccount+"c/x", c.status, c.code)
-		_, err := s.Get(ctx, "x", 10)
-		if stores.KindOf(err) != c.kind || !strings.Contains(err.Error(), "HTTP ") || !strings.Contains(err.Error(), c.code) {
-			t.Errorf("answered %d %s: %v (kind %v), want kind %v", c.status, c.code, err, stores.KindOf(err), c.kind)
-		}
-	}
-	for op, call := range map[string]func() error{
-		"put":    func() error { return s.Put(ctx, "../x", nil, nil) },
-		"get":    func() error { _, err := s.Get(ctx, "", 1); return err },
-		"stat":   func() error { _, err := s.Stat(ctx, "/x"); return err },
-		"delete": func() error { return s.Delete(ctx, "") },
-	} {
-		if err := call(); stores.KindOf(err) != stores.Permanent {
-			t.Errorf("%s of an invalid key: %v", op, err)
-		}
+	codes := map[int]string{503: "ServerBusy", 429: "TooManyRequests", 408: "OperationTimedOut", 403: "AuthorizationFailure", 404: "BlobNotFound"}
+	storetest.Classifies(t, s, "x", func(status int) string {
+		fake.failNext(http.MethodGet, fakeAccount+"c/x", status, codes[status])
+		return codes[status]
+	})
+	fake.failNext(http.MethodGet, fakeAccount+"c/x", http.StatusNotFound, "ContainerNotFound")
+	if _, err := s.Get(ctx, "x", 10); stores.KindOf(err) != stores.Permanent {
+		t.Errorf("a missing container: %v, want permanent", err)
 	}
 	fake.failNext(http.MethodDelete, fakeAccount+"c/x", http.StatusForbidden, "AuthorizationFailure")
 	if err := s.Delete(ctx, "x"); stores.KindOf(err) != stores.Permanent {
@@ -130,39 +110,5 @@ func TestValidateNamesEachSetting(t *testing.T) {
 	good.Validate("stores.b", &none)
 	if len(none) != 0 || good.RequestTimeout() != good.TryTimeout {
 		t.Fatalf("the defaults: %v", none)
-	}
-}
-
-// A listing follows the service's pages, keeps to its prefix, and ends
-// with its callback's error.
-func TestListingFollowsPages(t *testing.T) {
-	fake, url := startFakeBlob(t)
-	fake.pageMax = 2
-	s, err := openFake(t, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, key := range []string{"p/a", "p/b", "p/c", "q/d"} {
-		if err := s.Put(ctx, key, []byte(key), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var listed []string
-	if err := s.List(ctx, "p/", func(o stores.Object) error {
-		listed = append(listed, o.Key)
-		if o.Size != 3 || o.Modified.IsZero() {
-			t.Errorf("%s listed as %+v", o.Key, o)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(listed, ",") != "p/a,p/b,p/c" {
-		t.Fatalf("List p/ over pages of 2: %v", listed)
-	}
-	stop := errors.New("enough")
-	if err := s.List(ctx, "p/", func(stores.Object) error { return stop }); !errors.Is(err, stop) {
-		t.Fatalf("List ends with its callback's error: %v", err)
 	}
 }

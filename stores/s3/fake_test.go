@@ -32,7 +32,7 @@ type fakeS3 struct {
 	// body and closes the connection.
 	fail    []fakeFault
 	cut     int
-	pageMax int
+	pageMax int // keys per listing page: 2, so that the conformance suite's listing spans pages
 }
 
 type fakeObject struct {
@@ -54,7 +54,7 @@ type fakeFault struct {
 }
 
 func startFakeS3(t *testing.T) (*fakeS3, string) {
-	f := &fakeS3{buckets: map[string]bool{"b": true}, objects: map[string]fakeObject{}, uploads: map[string]*fakeUpload{}, pageMax: 1000}
+	f := &fakeS3{buckets: map[string]bool{"b": true}, objects: map[string]fakeObject{}, uploads: map[string]*fakeUpload{}, pageMax: 2}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL

@@ -35,33 +35,11 @@ func TestServiceErrorsAreClassified(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, c := range []struct {
-		status int
-		code   string
-		kind   stores.Kind
-	}{
-		{http.StatusServiceUnavailable, "SlowDown", stores.Retryable},
-		{http.StatusTooManyRequests, "TooManyRequests", stores.Retryable},
-		{http.StatusRequestTimeout, "RequestTimeout", stores.Retryable},
-		{http.StatusForbidden, "AccessDenied", stores.Permanent},
-		{http.StatusNotFound, "NoSuchKey", stores.NotFound},
-	} {
-		fake.failNext(http.MethodGet, "/b/x", c.status, c.code)
-		_, err := s.Get(ctx, "x", 10)
-		if stores.KindOf(err) != c.kind || !strings.Contains(err.Error(), "HTTP ") || !strings.Contains(err.Error(), c.code) {
-			t.Errorf("answered %d %s: %v (kind %v), want kind %v", c.status, c.code, err, stores.KindOf(err), c.kind)
-		}
-	}
-	for op, call := range map[string]func() error{
-		"put":    func() error { return s.Put(ctx, "../x", nil, nil) },
-		"get":    func() error { _, err := s.Get(ctx, "", 1); return err },
-		"stat":   func() error { _, err := s.Stat(ctx, "/x"); return err },
-		"delete": func() error { return s.Delete(ctx, "") },
-	} {
-		if err := call(); stores.KindOf(err) != stores.Permanent {
-			t.Errorf("%s of an invalid key: %v", op, err)
-		}
-	}
+	codes := map[int]string{503: "SlowDown", 429: "TooManyRequests", 408: "RequestTimeout", 403: "AccessDenied", 404: "NoSuchKey"}
+	storetest.Classifies(t, s, "x", func(status int) string {
+		fake.failNext(http.MethodGet, "/b/x", status, codes[status])
+		return codes[status]
+	})
 	fake.failNext(http.MethodDelete, "/b/x", http.StatusForbidden, "AccessDenied")
 	if err := s.Delete(ctx, "x"); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a refused delete: %v", err)
@@ -133,40 +111,6 @@ func TestValidateNamesEachSetting(t *testing.T) {
 	good.Validate("stores.s", &none)
 	if len(none) != 0 || good.RequestTimeout() != good.TryTimeout {
 		t.Fatalf("the defaults: %v", none)
-	}
-}
-
-// A listing follows the service's pages, keeps to its prefix, and ends
-// with its callback's error.
-func TestListingFollowsPages(t *testing.T) {
-	fake, url := startFakeS3(t)
-	fake.pageMax = 2
-	s, err := openFake(t, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, key := range []string{"p/a", "p/b", "p/c", "q/d"} {
-		if err := s.Put(ctx, key, []byte(key), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var listed []string
-	if err := s.List(ctx, "p/", func(o stores.Object) error {
-		listed = append(listed, o.Key)
-		if o.Size != 3 || o.Modified.IsZero() {
-			t.Errorf("%s listed as %+v", o.Key, o)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(listed, ",") != "p/a,p/b,p/c" {
-		t.Fatalf("List p/ over pages of 2: %v", listed)
-	}
-	stop := errors.New("enough")
-	if err := s.List(ctx, "p/", func(stores.Object) error { return stop }); !errors.Is(err, stop) {
-		t.Fatalf("List ends with its callback's error: %v", err)
 	}
 }
 
