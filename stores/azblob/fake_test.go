@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/stores/storetest"
 )
 
 // fakeBlob answers the Blob service calls the store makes, for account
@@ -21,14 +23,12 @@ import (
 // adapter's code paths in a unit test (the integration suite runs the store
 // against Azurite). It checks no signature.
 type fakeBlob struct {
-	mu         sync.Mutex
-	containers map[string]bool
-	blobs      map[string]fakeBlobObject // container/name
-	blocks     map[string]map[string][]byte
-	// fail answers the next requests whose method and path (with its
-	// query) prefix match with the status and error code given.
-	fail    []fakeFault
-	pageMax int // keys per listing page: 2, so that the conformance suite's listing spans pages
+	mu               sync.Mutex
+	containers       map[string]bool
+	blobs            map[string]fakeBlobObject // container/name
+	blocks           map[string]map[string][]byte
+	storetest.Faults     // refusals the test names
+	pageMax          int // keys per listing page: 2, so that the conformance suite's listing spans pages
 }
 
 type fakeBlobObject struct {
@@ -38,12 +38,6 @@ type fakeBlobObject struct {
 	modified time.Time
 }
 
-type fakeFault struct {
-	method, path string
-	status       int
-	code         string
-}
-
 const fakeAccount = "/devstoreaccount1/"
 
 func startFakeBlob(t *testing.T) (*fakeBlob, string) {
@@ -51,12 +45,6 @@ func startFakeBlob(t *testing.T) (*fakeBlob, string) {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL
-}
-
-func (f *fakeBlob) failNext(method, path string, status int, code string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = append(f.fail, fakeFault{method, path, status, code})
 }
 
 func blobError(w http.ResponseWriter, r *http.Request, status int, code string) {
@@ -72,13 +60,9 @@ func (f *fakeBlob) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("x-ms-version", "2025-01-05")
-	for i, fault := range f.fail {
-		if r.Method == fault.method && strings.HasPrefix(r.URL.Path+"?"+r.URL.RawQuery, fault.path) {
-			f.fail = append(f.fail[:i], f.fail[i+1:]...)
-			io.Copy(io.Discard, r.Body)
-			blobError(w, r, fault.status, fault.code)
-			return
-		}
+	if status, code, ok := f.Take(r); ok {
+		blobError(w, r, status, code)
+		return
 	}
 	cont, name, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, fakeAccount), "/")
 	q := r.URL.Query()

@@ -48,22 +48,22 @@ func TestServiceErrorsAreClassified(t *testing.T) {
 	ctx := context.Background()
 	codes := map[int]string{503: "ServerBusy", 429: "TooManyRequests", 408: "OperationTimedOut", 403: "AuthorizationFailure", 404: "BlobNotFound"}
 	storetest.Classifies(t, s, "x", func(status int) string {
-		fake.failNext(http.MethodGet, fakeAccount+"c/x", status, codes[status])
+		fake.FailNext(http.MethodGet, fakeAccount+"c/x", status, codes[status])
 		return codes[status]
 	})
-	fake.failNext(http.MethodGet, fakeAccount+"c/x", http.StatusNotFound, "ContainerNotFound")
+	fake.FailNext(http.MethodGet, fakeAccount+"c/x", http.StatusNotFound, "ContainerNotFound")
 	if _, err := s.Get(ctx, "x", 10); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a missing container: %v, want permanent", err)
 	}
-	fake.failNext(http.MethodDelete, fakeAccount+"c/x", http.StatusForbidden, "AuthorizationFailure")
+	fake.FailNext(http.MethodDelete, fakeAccount+"c/x", http.StatusForbidden, "AuthorizationFailure")
 	if err := s.Delete(ctx, "x"); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a refused delete: %v", err)
 	}
-	fake.failNext(http.MethodGet, fakeAccount+"c?", http.StatusForbidden, "AuthorizationFailure")
+	fake.FailNext(http.MethodGet, fakeAccount+"c?", http.StatusForbidden, "AuthorizationFailure")
 	if err := s.List(ctx, "", func(stores.Object) error { return nil }); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a refused listing: %v", err)
 	}
-	fake.failNext(http.MethodPut, fakeAccount+"c/big?", http.StatusInternalServerError, "InternalError")
+	fake.FailNext(http.MethodPut, fakeAccount+"c/big?", http.StatusInternalServerError, "InternalError")
 	if err := s.Put(ctx, "big", bytes.Repeat([]byte("b"), 9<<20), nil); stores.KindOf(err) != stores.Retryable {
 		t.Errorf("a staged block refused: %v", err)
 	}
@@ -85,7 +85,7 @@ func TestOpenChecksTheContainer(t *testing.T) {
 			t.Fatalf("Open with create_container: %v, container made %v", err, fake.containers["made"])
 		}
 	}
-	fake.failNext(http.MethodGet, fakeAccount+"c?", http.StatusForbidden, "AuthorizationFailure")
+	fake.FailNext(http.MethodGet, fakeAccount+"c?", http.StatusForbidden, "AuthorizationFailure")
 	if _, err := openFake(t, url); stores.KindOf(err) != stores.Permanent {
 		t.Fatalf("Open refused: %v", err)
 	}

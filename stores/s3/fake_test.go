@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/stores/storetest"
 )
 
 // fakeS3 answers the S3 calls the store makes, path-style, from memory:
@@ -27,10 +29,9 @@ type fakeS3 struct {
 	objects map[string]fakeObject // bucket/key
 	uploads map[string]*fakeUpload
 	nextID  int
-	// fail answers the next requests whose method and path (with its query)
-	// prefix match with the status and code given, and cut sends half of the next GET's
-	// body and closes the connection.
-	fail    []fakeFault
+	// Faults refuse requests the test names; cut sends half of the next
+	// GET's body and closes the connection.
+	storetest.Faults
 	cut     int
 	pageMax int // keys per listing page: 2, so that the conformance suite's listing spans pages
 }
@@ -47,23 +48,11 @@ type fakeUpload struct {
 	meta  map[string]string
 }
 
-type fakeFault struct {
-	method, path string
-	status       int
-	code         string
-}
-
 func startFakeS3(t *testing.T) (*fakeS3, string) {
 	f := &fakeS3{buckets: map[string]bool{"b": true}, objects: map[string]fakeObject{}, uploads: map[string]*fakeUpload{}, pageMax: 2}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL
-}
-
-func (f *fakeS3) failNext(method, path string, status int, code string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail = append(f.fail, fakeFault{method, path, status, code})
 }
 
 func s3Error(w http.ResponseWriter, status int, code string) {
@@ -75,13 +64,9 @@ func s3Error(w http.ResponseWriter, status int, code string) {
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, fault := range f.fail {
-		if r.Method == fault.method && strings.HasPrefix(r.URL.Path+"?"+r.URL.RawQuery, fault.path) {
-			f.fail = append(f.fail[:i], f.fail[i+1:]...)
-			io.Copy(io.Discard, r.Body)
-			s3Error(w, fault.status, fault.code)
-			return
-		}
+	if status, code, ok := f.Take(r); ok {
+		s3Error(w, status, code)
+		return
 	}
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	q := r.URL.Query()

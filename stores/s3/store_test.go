@@ -37,14 +37,14 @@ func TestServiceErrorsAreClassified(t *testing.T) {
 	ctx := context.Background()
 	codes := map[int]string{503: "SlowDown", 429: "TooManyRequests", 408: "RequestTimeout", 403: "AccessDenied", 404: "NoSuchKey"}
 	storetest.Classifies(t, s, "x", func(status int) string {
-		fake.failNext(http.MethodGet, "/b/x", status, codes[status])
+		fake.FailNext(http.MethodGet, "/b/x", status, codes[status])
 		return codes[status]
 	})
-	fake.failNext(http.MethodDelete, "/b/x", http.StatusForbidden, "AccessDenied")
+	fake.FailNext(http.MethodDelete, "/b/x", http.StatusForbidden, "AccessDenied")
 	if err := s.Delete(ctx, "x"); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a refused delete: %v", err)
 	}
-	fake.failNext(http.MethodGet, "/b", http.StatusForbidden, "AccessDenied")
+	fake.FailNext(http.MethodGet, "/b", http.StatusForbidden, "AccessDenied")
 	if err := s.List(ctx, "", func(stores.Object) error { return nil }); stores.KindOf(err) != stores.Permanent {
 		t.Errorf("a refused listing: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestOpenChecksTheBucket(t *testing.T) {
 	if _, err := openFake(t, url, func(c *Config) { c.Bucket, c.CreateBucket = "made", true }); err != nil || !fake.buckets["made"] {
 		t.Fatalf("Open with create_bucket: %v, bucket made %v", err, fake.buckets["made"])
 	}
-	fake.failNext(http.MethodHead, "/b", http.StatusForbidden, "AccessDenied")
+	fake.FailNext(http.MethodHead, "/b", http.StatusForbidden, "AccessDenied")
 	if _, err := openFake(t, url); stores.KindOf(err) != stores.Permanent {
 		t.Fatalf("Open refused: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.failNext(http.MethodPost, "/b/big?uploadId", http.StatusInternalServerError, "InternalError") // the completion
+	fake.FailNext(http.MethodPost, "/b/big?uploadId", http.StatusInternalServerError, "InternalError") // the completion
 	err = s.Put(context.Background(), "big", bytes.Repeat([]byte("b"), 6<<20), nil)
 	if err == nil || stores.KindOf(err) != stores.Retryable {
 		t.Fatalf("a multipart upload whose completion fails: %v", err)
