@@ -84,19 +84,16 @@ type Engine struct {
 	ledger   *ledger // why each paused partition is paused
 	// failures counts, in mode: blocking, how often each record failed
 	// (retries in place); forget lists those the batch in hand settles.
-	failures map[Offset]int
-	forget   []Offset
-	pending  *pendingCommit
-	fatal    error // a fatal error met inside a rebalance callback
-	now      time.Time
-	lastLag  time.Time
-	stop     <-chan struct{}
-	work     context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
-	report   Report
-	until    map[Partition]int64
-	// atEnd are the partitions a bounded run paused at their end offset
-	// (stopAtEnd): every record before it was read.
-	atEnd      map[Partition]bool
+	failures   map[Offset]int
+	forget     []Offset
+	pending    *pendingCommit
+	fatal      error // a fatal error met inside a rebalance callback
+	now        time.Time
+	lastLag    time.Time
+	stop       <-chan struct{}
+	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
+	report     Report
+	until      map[Partition]int64
 	total      totals    // what the run committed
 	progressAt time.Time // when the last progress line was logged
 	progressed int       // total.records then
