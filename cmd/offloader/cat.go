@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,9 +14,9 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/offloader/offloader/cat"
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafka"
-	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
@@ -171,7 +170,7 @@ Examples:
 			if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
 				return c.usageError(fs, "%v", problems.Err())
 			}
-			if o.printer, err = newPrinter(format, fmtString, c.recordsOut()); err != nil {
+			if o.printer, err = cat.NewPrinter(format, fmtString, c.recordsOut()); err != nil {
 				return c.usageError(fs, "-f: %v", err)
 			}
 			o.from, o.inlineMax = start, int(inline)
@@ -211,10 +210,6 @@ Examples:
 				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
 				defer res.Close()
 			}
-			if err := o.setPayloadDir(); err != nil {
-				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
-				return exitFailure
-			}
 			if err := catTopic(ctx, res, o, c.stderr); err != nil {
 				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 				return exitFailure
@@ -232,7 +227,7 @@ type catOptions struct {
 	count                   int
 	follow, noResolve, meta bool
 	stores                  []givenStore // from --store
-	printer                 printer
+	printer                 cat.Printer
 	payloadDir              string
 	inlineMax               int
 }
@@ -331,13 +326,19 @@ func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) 
 	return open, nil
 }
 
-// setPayloadDir makes the directory large and binary values go to, when
-// one was asked for (--payload-dir); without it values are printed whole.
-func (o *catOptions) setPayloadDir() error {
-	if o.payloadDir == "" {
-		return nil
+// catTopic prints the topic's records (cat.Print) as they are read from
+// the cluster.
+func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
+	r, err := kafka.OpenReader(kafka.ReaderOptions{
+		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
+		Partitions: o.partitions, From: o.from, Follow: o.follow,
+	})
+	if err != nil {
+		return err
 	}
-	return os.MkdirAll(o.payloadDir, 0o750)
+	defer r.Close()
+	return cat.Print(ctx, r, res, cat.Options{Topic: o.topic, End: kafka.ErrEnd, Count: o.count, Meta: o.meta,
+		PayloadDir: o.payloadDir, InlineMax: o.inlineMax, Printer: o.printer}, errOut)
 }
 
 // isTerminal reports whether w is a terminal, through the writers that
@@ -353,81 +354,4 @@ func isTerminal(w io.Writer) bool {
 			return false
 		}
 	}
-}
-
-// catTopic prints the topic's records, resolved through res (nil: as
-// stored). A record that does not resolve is printed with its error and the
-// listing goes on; the error returned then counts them.
-func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
-	r, err := kafka.OpenReader(kafka.ReaderOptions{
-		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
-		Partitions: o.partitions, From: o.from, Follow: o.follow,
-	})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	printed, failed := 0, 0
-	for o.count == 0 || printed < o.count {
-		rec, err := r.Next(ctx, 200*time.Millisecond)
-		if errors.Is(err, kafka.ErrEnd) || (err != nil && ctx.Err() != nil) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			continue
-		}
-		shown := shownRecord{Record: rec, value: rec.Value}
-		var resolveErr error
-		switch {
-		case o.meta:
-			shown.pointer, resolveErr = pointerOf(rec.Value, rec.Header)
-		case res != nil:
-			var result resolver.Result
-			result, resolveErr = res.Resolve(ctx, rec.Value, rec.Header)
-			if result.Skipped {
-				continue
-			}
-			if resolveErr == nil {
-				shown.value, shown.pointer, shown.codec = result.Value, result.Pointer, result.Codec
-			}
-		}
-		if resolveErr != nil {
-			failed++
-			shown.err = resolveErr
-			fmt.Fprintf(errOut, "offloader cat: %s[%d]@%d: %v\n", o.topic, rec.Partition, rec.Offset, resolveErr)
-		}
-		if !o.meta && o.payloadDir != "" {
-			if shown.file, err = o.spill(rec.Topic, rec.Partition, rec.Offset, shown.value); err != nil {
-				return err
-			}
-		}
-		shown.meta = o.meta
-		if err := o.printer.print(shown); err != nil {
-			return err
-		}
-		printed++
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d record%s could not be resolved (each is printed with its error)", failed, plural(failed))
-	}
-	return nil
-}
-
-// pointerOf decodes a record's pointer without fetching its payload (nil
-// for a record that is not a pointer).
-func pointerOf(value []byte, header func(string) ([]byte, bool)) (*pointer.Pointer, error) {
-	if !pointer.IsPointer(header) {
-		return nil, nil
-	}
-	if err := pointer.CheckVersion(header); err != nil {
-		return nil, err
-	}
-	p, err := pointer.Decode(value)
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
 }

@@ -1,4 +1,4 @@
-package main
+package cat
 
 import (
 	"crypto/sha256"
@@ -42,11 +42,14 @@ func (r shownRecord) size() int {
 	return len(r.value)
 }
 
-type printer interface {
+// Printer prints one record as a format says.
+type Printer interface {
 	print(r shownRecord) error
 }
 
-func newPrinter(format, fmtString string, out io.Writer) (printer, error) {
+// NewPrinter prints to out with the kcat format string fmtString, or, without
+// one, as format says: "raw" (values alone), else JSON lines.
+func NewPrinter(format, fmtString string, out io.Writer) (Printer, error) {
 	if fmtString != "" {
 		tokens, err := parseFormat(fmtString)
 		return &formatPrinter{out: out, tokens: tokens}, err
@@ -59,11 +62,11 @@ func newPrinter(format, fmtString string, out io.Writer) (printer, error) {
 
 // spill writes a value over inlineMax or not UTF-8 to a file in the
 // payload directory, and returns its path ("" for a value printed in place).
-func (o *catOptions) spill(topic string, partition int32, offset int64, value []byte) (string, error) {
-	if value == nil || len(value) <= o.inlineMax && utf8.Valid(value) {
+func (o Options) spill(topic string, partition int32, offset int64, value []byte) (string, error) {
+	if value == nil || len(value) <= o.InlineMax && utf8.Valid(value) {
 		return "", nil
 	}
-	path := filepath.Join(o.payloadDir, fmt.Sprintf("%s-%d-%d", topic, partition, offset))
+	path := filepath.Join(o.PayloadDir, fmt.Sprintf("%s-%d-%d", topic, partition, offset))
 	return path, os.WriteFile(path, value, 0o640)
 }
 
