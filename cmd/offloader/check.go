@@ -105,7 +105,7 @@ bound for the dead-letter topic as a problem (--sample 0 skips this).`,
 			} else if !c.samplePredicate(ctx, p, *sample) {
 				code = exitFailure
 			}
-			rows, problems := checkStores(ctx, p)
+			rows, problems := daemon.CheckStores(ctx, p)
 			printStores(c.stdout, rows, problems)
 			if len(problems) > 0 {
 				code = exitFailure
