@@ -66,7 +66,7 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 		return err
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
-		ce.Write(zap.Int("records", e.pending.records), zap.Int("bytes", e.pending.bytes),
+		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes),
 			zap.Duration("collect", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
 			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", e.opts.Now().Sub(settled)))
 	}
@@ -101,7 +101,7 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done 
 		return true, err
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer, its records still transforming carried over"); ce != nil {
-		ce.Write(zap.Int("records", e.pending.records), zap.Int("bytes", e.pending.bytes), zap.Int("carried", e.batch.len),
+		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes), zap.Int("carried", e.batch.len),
 			zap.Duration("collect", collected.Sub(began)), zap.Duration("produce_finished", e.opts.Now().Sub(collected)))
 	}
 	return true, nil
@@ -130,14 +130,13 @@ func (e *Engine) produceReady(ctx context.Context) error {
 	if e.batch.proc == nil {
 		return nil
 	}
-	if e.pending != nil {
-		select {
-		case err := <-e.pending.done:
-			if _, err := e.settled(ctx, err, true); err != nil || e.batch.proc == nil {
-				return err // nil proc: the commit aborted and the batch was rewound
-			}
-		default:
+	if e.committer.inFlight() != nil {
+		p, err, ok := e.committer.finished()
+		if !ok {
 			return nil
+		}
+		if _, err := e.settled(ctx, p, err, true); err != nil || e.batch.proc == nil {
+			return err // nil proc: the commit aborted and the batch was rewound
 		}
 	}
 	for res, ok := e.batch.proc.Next(); ok; res, ok = e.batch.proc.Next() {
@@ -244,25 +243,8 @@ func (e *Engine) handOff(ctx context.Context) error {
 	t := e.batch.tally
 	p := &pendingCommit{done: make(chan error, 1), start: done.start, offsets: offsets, settled: done.settled, tally: t,
 		records: done.records, bytes: done.bytes}
-	e.pending, e.batch.inTxn, e.batch.tally = p, false, tally{}
-	go func() { p.done <- e.commit(ctx, offsets, t) }()
-	return nil
-}
-
-// commit runs in the committer goroutine; no other Session call runs
-// meanwhile (see settle). The transaction's records count in the metrics as
-// soon as it commits, not when the polling goroutine settles it.
-func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
-	began := time.Now()
-	if err := e.session.Commit(ctx, offsets); err != nil {
-		return err
-	}
-	took := time.Since(began)
-	e.m.Committed(Transaction{Took: took, Out: t.out, Dropped: t.dropped, Offloaded: t.offloaded, Passthrough: t.passthrough,
-		Retried: t.retried, OffloadedBytes: t.offloadedBytes, DeadLettered: t.deadLettered})
-	if ce := e.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
-		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
-	}
+	e.batch.inTxn, e.batch.tally = false, tally{}
+	e.committer.start(ctx, p)
 	return nil
 }
 
@@ -270,23 +252,22 @@ func (e *Engine) commit(ctx context.Context, offsets []Offset, t tally) error {
 // with rewind, the consumer goes back to the start of that batch (dropping the
 // batch collected since); aborted reports that. Fatal errors are returned.
 func (e *Engine) settle(ctx context.Context, rewind bool) (aborted bool, err error) {
-	if e.pending == nil {
+	if e.committer.inFlight() == nil {
 		return false, nil
 	}
-	return e.settled(ctx, <-e.pending.done, rewind)
+	p, err := e.committer.wait()
+	return e.settled(ctx, p, err, rewind)
 }
 
-// settled takes the outcome err of the commit in flight, as settle does.
-func (e *Engine) settled(ctx context.Context, err error, rewind bool) (aborted bool, _ error) {
-	p := e.pending
-	e.pending = nil
+// settled takes the outcome err of commit p, as settle does.
+func (e *Engine) settled(ctx context.Context, p *pendingCommit, err error, rewind bool) (aborted bool, _ error) {
 	if err == nil {
 		e.aborts = 0
 		for part, n := range p.settled {
 			e.report.Committed[part] += n
 		}
 		e.total.add(p.tally, e.opts.Now())
-		e.noteCommitted(p.offsets)
+		e.board.noteCommitted(p.offsets)
 		e.publish()
 		if e.opts.Committed != nil {
 			e.opts.Committed(p.settled, p.bytes)

@@ -60,6 +60,8 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 	}
 	e.deadLetterTopic = rules.DeadLetterTopic
 	e.chain = append(slices.Clip(opts.Chain), finish{limit: opts.SlimLimit})
+	e.committer = committer{session: session, m: e.m, log: opts.Logger}
+	e.board = newStatusBoard()
 	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
 	return e, nil
 }
@@ -86,8 +88,8 @@ type Engine struct {
 	// (retries in place); forget lists those the batch in hand settles.
 	failures   map[Offset]int
 	forget     []Offset
-	pending    *pendingCommit
-	fatal      error // a fatal error met inside a rebalance callback
+	committer  committer // the commit in flight
+	fatal      error     // a fatal error met inside a rebalance callback
 	now        time.Time
 	lastLag    time.Time
 	stop       <-chan struct{}
@@ -106,12 +108,9 @@ type Engine struct {
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 
-	ctl   control // an operator's pause and resume requests
-	hold  *hold   // an operator's pause in effect
-	board statusBoard
-	// positions, committed and lags are what Status shows of the
-	// partitions held: the last figures read or committed.
-	positions, committed, lags map[Partition]int64
+	ctl   control     // an operator's pause and resume requests
+	hold  *hold       // an operator's pause in effect
+	board statusBoard // the status reporter
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
@@ -119,7 +118,6 @@ type Engine struct {
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.ledger, e.failures, e.counted = newLedger(e.src), map[Offset]int{}, map[Partition]int64{}
-	e.positions, e.committed, e.lags = map[Partition]int64{}, map[Partition]int64{}, map[Partition]int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.until = map[Partition]int64{}
@@ -228,12 +226,11 @@ func (e *Engine) close(failed error) error {
 
 func (e *Engine) closeClients() error {
 	e.m.Ready(false)
-	if e.pending != nil {
+	if e.committer.inFlight() != nil {
 		// Run failed with a commit in flight: let it finish before closing.
 		// Its outcome no longer matters: an open transaction is aborted when
 		// this transactional.id next initialises.
-		<-e.pending.done
-		e.pending = nil
+		e.committer.wait()
 	}
 	err := e.src.Close() // leaves the group; Revoked runs inside it
 	e.session.Close()
@@ -373,16 +370,14 @@ func (e *Engine) reachedEnd() (bool, error) {
 // settleIdle settles a commit that has finished while no batch is in hand,
 // so that an idle instance's figures (progress, report) are up to date.
 func (e *Engine) settleIdle(ctx context.Context) error {
-	if e.pending == nil || e.batch.proc != nil {
+	if e.committer.inFlight() == nil || e.batch.proc != nil {
 		return nil
 	}
-	select {
-	case err := <-e.pending.done:
-		_, err = e.settled(ctx, err, true)
+	if p, err, ok := e.committer.finished(); ok {
+		_, err = e.settled(ctx, p, err, true)
 		return err
-	default:
-		return nil
 	}
+	return nil
 }
 
 // stopAtEnd pauses the partition of rec, a record at or past its end offset
@@ -439,7 +434,7 @@ func (e *Engine) updateLag() {
 	}
 	at := map[Partition]int64{}
 	for _, p := range positions {
-		e.positions[p.Partition] = p.Offset
+		e.board.positions[p.Partition] = p.Offset
 		at[p.Partition] = p.Offset
 	}
 	var lag int64
@@ -449,10 +444,10 @@ func (e *Engine) updateLag() {
 		// as kafka-consumer-groups.sh does.
 		from, ok := at[p]
 		if !ok {
-			from, ok = e.committed[p]
+			from, ok = e.board.committed[p]
 		}
 		if h, known := high[p]; ok && known && h >= from {
-			e.lags[p] = h - from
+			e.board.lags[p] = h - from
 			e.m.Lag(p, h-from)
 			lag += h - from
 		}

@@ -20,7 +20,7 @@ func (e *Engine) Assigned(parts []Partition) error {
 	e.m.Ready(len(e.assigned) > 0)
 	if committed, err := e.src.Committed(parts); err == nil {
 		for _, o := range committed {
-			e.committed[o.Partition] = o.Offset
+			e.board.committed[o.Partition] = o.Offset
 		}
 	}
 	if e.hold != nil {

@@ -85,10 +85,50 @@ type Totals struct {
 	Transactions   int `json:"transactions"`
 }
 
-// statusBoard holds the last Status published by the polling goroutine for
-// readers on any goroutine.
+// statusBoard is the engine's status reporter: what it knows of the
+// partitions held (kept by the polling goroutine), and the last Status
+// published, for readers on any goroutine.
 type statusBoard struct {
 	last atomic.Pointer[Status]
+	// positions, committed and lags are the partitions' last figures read
+	// or committed.
+	positions, committed, lags map[Partition]int64
+}
+
+func newStatusBoard() statusBoard {
+	return statusBoard{positions: map[Partition]int64{}, committed: map[Partition]int64{}, lags: map[Partition]int64{}}
+}
+
+// partition is what the board knows of p (-1: not known).
+func (b *statusBoard) partition(p Partition) PartitionStatus {
+	ps := PartitionStatus{Topic: p.Topic, Partition: p.Partition, Position: -1, Committed: -1, Lag: -1}
+	if o, ok := b.positions[p]; ok {
+		ps.Position = o
+	}
+	if o, ok := b.committed[p]; ok {
+		ps.Committed = o
+	}
+	if l, ok := b.lags[p]; ok {
+		ps.Lag = l
+	}
+	return ps
+}
+
+// noteCommitted records the offsets a transaction committed.
+func (b *statusBoard) noteCommitted(offsets []Offset) {
+	for _, o := range offsets {
+		b.committed[o.Partition] = o.Offset
+		b.positions[o.Partition] = max(b.positions[o.Partition], o.Offset)
+	}
+}
+
+// forget drops what the board knew of partitions given up.
+func (b *statusBoard) forget(parts []Partition) {
+	for _, p := range parts {
+		delete(b.committed, p)
+		delete(b.positions, p)
+		delete(b.lags, p)
+	}
 }
 
 // Status is the engine's last published status; safe from any goroutine.
@@ -117,16 +157,7 @@ func (e *Engine) snapshot() *Status {
 	s.Totals = Totals{Records: t.records, Produced: t.produced, Offloaded: t.offloaded, OffloadedBytes: t.offloadedBytes,
 		Retried: t.retried, RetriedInPlace: t.retriedInPlace, DeadLettered: t.deadLettered, Dropped: t.dropped, Transactions: t.commits}
 	for _, p := range e.assigned {
-		ps := PartitionStatus{Topic: p.Topic, Partition: p.Partition, Position: -1, Committed: -1, Lag: -1}
-		if o, ok := e.positions[p]; ok {
-			ps.Position = o
-		}
-		if o, ok := e.committed[p]; ok {
-			ps.Committed = o
-		}
-		if l, ok := e.lags[p]; ok {
-			ps.Lag = l
-		}
+		ps := e.board.partition(p)
 		ps.Held = e.ledger.has(p, untilDue)
 		s.Partitions = append(s.Partitions, ps)
 	}
@@ -149,20 +180,10 @@ func (e *Engine) publishEnd(state string, err error) {
 	e.board.last.Store(s)
 }
 
-// noteCommitted records the offsets a transaction committed.
-func (e *Engine) noteCommitted(offsets []Offset) {
-	for _, o := range offsets {
-		e.committed[o.Partition] = o.Offset
-		e.positions[o.Partition] = max(e.positions[o.Partition], o.Offset)
-	}
-}
-
 // forgetPartitions drops what the status knew of partitions given up.
 func (e *Engine) forgetPartitions(parts []Partition) {
+	e.board.forget(parts)
 	for _, p := range parts {
-		delete(e.committed, p)
-		delete(e.positions, p)
-		delete(e.lags, p)
 		// The lag of a partition given up is its next owner's to report:
 		// kept here, a sum over instances would count it twice.
 		e.m.LagGone(p)
