@@ -136,13 +136,14 @@ func (g *Groups) Members(ctx context.Context, group string) (int, string, error)
 	if err != nil {
 		return 0, "", fmt.Errorf("describing group %s: %w", group, err)
 	}
-	for _, d := range res.ConsumerGroupDescriptions {
-		if d.Error.Code() != kafka.ErrNoError {
-			return 0, "", fmt.Errorf("describing group %s: %v", group, d.Error)
-		}
-		return len(d.Members), d.State.String(), nil
+	if len(res.ConsumerGroupDescriptions) == 0 {
+		return 0, "", fmt.Errorf("describing group %s: no answer", group)
 	}
-	return 0, "", fmt.Errorf("describing group %s: no answer", group)
+	d := res.ConsumerGroupDescriptions[0]
+	if d.Error.Code() != kafka.ErrNoError {
+		return 0, "", fmt.Errorf("describing group %s: %v", group, d.Error)
+	}
+	return len(d.Members), d.State.String(), nil
 }
 
 // Commit sets group's committed offsets on topic. The group must have no
