@@ -269,6 +269,11 @@ func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
 		StoreRetry:     storeRetry(p.Errors.StoreBudget, d.logger, d.metrics),
 		Logger:         d.logger,
 	}
+	return transforms.Build(Steps(p), deps, topology.DeadLetterLimit().Bytes, topology.SlimLimit().Gate)
+}
+
+// Steps are p's transforms as the transforms package takes them.
+func Steps(p *config.Pipeline) []transforms.Step {
 	steps := make([]transforms.Step, len(p.Transforms))
 	for i, step := range p.Transforms {
 		steps[i] = transforms.Step{Type: step.Type, Config: step.Config, Negate: step.Negate}
@@ -276,5 +281,5 @@ func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
 			steps[i].If = &transforms.Condition{Type: step.If.Type, Config: step.If.Config}
 		}
 	}
-	return transforms.Build(steps, deps, topology.DeadLetterLimit().Bytes, topology.SlimLimit().Gate)
+	return steps
 }

@@ -92,3 +92,48 @@ func Build(steps []Step, deps Deps, deadLetterLimit int, slimGate string) (*Chai
 	}
 	return c, nil
 }
+
+// Thresholds are the offload steps' thresholds (auto, or a size), by the
+// steps' index.
+func Thresholds(steps []Step) map[int]settings.SizeOrAuto {
+	out := map[int]settings.SizeOrAuto{}
+	for i, s := range steps {
+		if c, offloads := s.Config.(*OffloadConfig); offloads {
+			out[i] = c.Threshold
+		}
+	}
+	return out
+}
+
+// OffloadThreshold is the first offload step's threshold; ok is false
+// without an offload step.
+func OffloadThreshold(steps []Step) (t settings.SizeOrAuto, ok bool) {
+	first := -1
+	for i := range Thresholds(steps) {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if first < 0 {
+		return t, false
+	}
+	return Thresholds(steps)[first], true
+}
+
+// OffloadApplies is the if: predicate of the first step that writes to a
+// store (negate applied): the records it takes. nil: it takes every record,
+// or there is no such step.
+func OffloadApplies(steps []Step) (func(*pipeline.Record) bool, error) {
+	for _, s := range steps {
+		if _, writes := s.Config.(KeyWriter); !writes || s.If == nil {
+			continue
+		}
+		pred, err := NewPredicate(s.If.Type, s.If.Config)
+		if err != nil {
+			return nil, fmt.Errorf("the offload step's if: %w", err)
+		}
+		negate := s.Negate
+		return func(r *pipeline.Record) bool { return pred.Test(r) != negate }, nil
+	}
+	return nil, nil
+}

@@ -53,3 +53,36 @@ func TestBuildAssemblesTheChain(t *testing.T) {
 		t.Errorf("a step naming a store that is not open: %v", err)
 	}
 }
+
+// The offload steps' thresholds are read by step, the first is the one
+// run derives from, and the first store-writing step's if: says which
+// records it takes.
+func TestTheOffloadStepsSettings(t *testing.T) {
+	steps := []Step{
+		{Type: "compress_inline", Config: stepConfig(t, "compress_inline", map[string]any{})},
+		{Type: "offload", Config: stepConfig(t, "offload", map[string]any{"store": "mem", "threshold": "500KiB"}), Negate: true,
+			If: &Condition{Type: "has_header", Config: predicateConfig(t, "has_header", map[string]any{"name": "keep-inline"})}},
+		{Type: "offload", Config: stepConfig(t, "offload", map[string]any{"store": "mem", "threshold": "auto"})},
+	}
+	th := Thresholds(steps)
+	if len(th) != 2 || th[1] != 500<<10 || !th[2].IsAuto() {
+		t.Fatalf("thresholds %v", th)
+	}
+	if first, ok := OffloadThreshold(steps); !ok || first != 500<<10 {
+		t.Fatalf("first threshold %v, %v", first, ok)
+	}
+	if _, ok := OffloadThreshold(steps[:1]); ok {
+		t.Fatal("a chain without an offload step has a threshold")
+	}
+	applies, err := OffloadApplies(steps)
+	if err != nil || applies == nil {
+		t.Fatalf("applies %v, %v", applies != nil, err)
+	}
+	kept := &pipeline.Record{Headers: []pipeline.Header{{Key: "keep-inline", Value: []byte("1")}}}
+	if applies(kept) || !applies(&pipeline.Record{}) {
+		t.Errorf("negated has_header: takes a marked record %v, an unmarked one %v", applies(kept), applies(&pipeline.Record{}))
+	}
+	if applies, err := OffloadApplies(steps[2:]); err != nil || applies != nil {
+		t.Errorf("a step without if: takes every record: %v, %v", applies != nil, err)
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/transforms"
 )
@@ -223,7 +222,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 		store = name
 	}
 	a := migration.NewAnalysis(threshold, store, gates, o.top)
-	applies, err := offloadApplies(p)
+	applies, err := transforms.OffloadApplies(daemon.Steps(p))
 	if err != nil {
 		return analysisReport{}, err
 	}
@@ -274,14 +273,8 @@ func analysisThreshold(p *config.Pipeline, f *limits.Figures, flag string) (int,
 		t, why := auto()
 		return t, why, nil
 	case "":
-		for _, s := range p.Transforms {
-			if c, ok := s.Config.(*transforms.OffloadConfig); ok {
-				if c.Threshold.IsAuto() {
-					t, why := auto()
-					return t, why, nil
-				}
-				return int(c.Threshold), "the pipeline's offload step: " + settings.Size(c.Threshold).String(), nil
-			}
+		if th, ok := transforms.OffloadThreshold(daemon.Steps(p)); ok && !th.IsAuto() {
+			return int(th), "the pipeline's offload step: " + settings.Size(th).String(), nil
 		}
 		t, why := auto()
 		return t, why, nil
@@ -374,22 +367,4 @@ func printAnalysis(w io.Writer, r analysisReport) {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\n", g.Name, g.Limit, g.Records, first)
 	}
 	tw.Flush()
-}
-
-// offloadApplies is the offload step's if: predicate (negate applied), the
-// records the step takes; nil when it takes every record (or there is no
-// offload step).
-func offloadApplies(p *config.Pipeline) (func(*pipeline.Record) bool, error) {
-	for _, step := range p.Transforms {
-		if _, writes := step.Config.(transforms.KeyWriter); !writes || step.If == nil {
-			continue
-		}
-		pred, err := transforms.NewPredicate(step.If.Type, step.If.Config)
-		if err != nil {
-			return nil, fmt.Errorf("the offload step's if: %w", err)
-		}
-		negate := step.Negate
-		return func(r *pipeline.Record) bool { return pred.Test(r) != negate }, nil
-	}
-	return nil, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
+	"github.com/offloader/offloader/transforms"
 )
 
 func checkCommand() *command {
@@ -175,7 +176,7 @@ func printProblems(w io.Writer, problems []limits.Problem, allGood, noun string)
 // topic, as problems. It reports whether there are none (true when the step
 // has no if:, or n is 0).
 func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bool {
-	applies, err := offloadApplies(p)
+	applies, err := transforms.OffloadApplies(daemon.Steps(p))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
 		return false

@@ -85,13 +85,12 @@ func derived(p *config.Pipeline) string {
 	b.WriteString("# derived by run:\n")
 	fmt.Fprintf(&b, "#   transactional.id and group.instance.id: %s\n", p.TransactionalID())
 	fmt.Fprintf(&b, "#   a new group starts at: %s\n", p.Source.Start())
-	for i, step := range p.Transforms {
-		if cfg, ok := step.Config.(*transforms.OffloadConfig); ok {
-			if cfg.Threshold.IsAuto() {
-				fmt.Fprintf(&b, "#   transforms[%d] threshold: auto, the slim topic's limit (the lower of its max.message.bytes and the producer's message.max.bytes) less %s; offloader check shows the figure\n", i, transforms.AutoThresholdHeadroom)
-			} else {
-				fmt.Fprintf(&b, "#   transforms[%d] threshold: %s, as set\n", i, cfg.Threshold)
-			}
+	thresholds := transforms.Thresholds(daemon.Steps(p))
+	for _, i := range slices.Sorted(maps.Keys(thresholds)) {
+		if th := thresholds[i]; th.IsAuto() {
+			fmt.Fprintf(&b, "#   transforms[%d] threshold: auto, the slim topic's limit (the lower of its max.message.bytes and the producer's message.max.bytes) less %s; offloader check shows the figure\n", i, transforms.AutoThresholdHeadroom)
+		} else {
+			fmt.Fprintf(&b, "#   transforms[%d] threshold: %s, as set\n", i, th)
 		}
 	}
 	return b.String()
