@@ -25,7 +25,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,7 +58,6 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 		e.intake.RetryTopics[t.Topic] = true
 	}
 	e.deadLetterTopic = rules.DeadLetterTopic
-	e.chain = append(slices.Clip(opts.Chain), finish{limit: opts.SlimLimit})
 	e.committer = committer{session: session, m: e.m, log: opts.Logger}
 	e.board = newStatusBoard()
 	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
@@ -76,8 +74,7 @@ type Engine struct {
 	policy          *dlt.Policy
 	intake          dlt.Intake // what a consumed record may claim about itself
 	deadLetterTopic string
-	reporter        *dlt.Reporter  // a failure's record, fitted to its topic
-	chain           pipeline.Chain // Options.Chain, then finish
+	reporter        *dlt.Reporter // a failure's record, fitted to its topic
 
 	batch    batch
 	assigned []Partition
@@ -263,7 +260,7 @@ func (e *Engine) pollOnce() error {
 		return e.stopAtEnd(rec)
 	}
 	if e.batch.len == 0 {
-		e.batch.begin(e.work, e.now, e.chain, e.opts.Workers, e.isolates)
+		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Workers, e.isolates)
 	}
 	if e.opts.Throttle != nil {
 		e.opts.Throttle(e.work, rec)

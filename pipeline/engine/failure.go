@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/pointer"
 )
 
 // This file executes the failure policy's decisions (dlt.Policy.Decide).
@@ -29,19 +31,31 @@ func (e *Engine) isolates(rec *pipeline.Record, err error) bool {
 	return e.decide(rec, err).Routes()
 }
 
-// outcome is the record to produce for a result: the output, finished by
-// the chain's last stage (nil if the chain dropped the record), or for a
+// outcome is the record to produce for a result: the output checked against
+// the slim topic's size gate (nil if the chain dropped the record), or for a
 // failure a record for its retry or dead-letter topic, as the policy routes it.
 func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Record, error) {
 	in, cause := res.In, res.Err
 	if cause == nil {
-		return res.Out, nil
+		if res.Out == nil {
+			return nil, nil
+		}
+		rec := withSource(dlt.Clean(res.Out), in) // a retried record that succeeded leaves its retry headers behind
+		limit := e.opts.SlimLimit
+		if rec.Destination != "" || limit.Bytes <= 0 {
+			return rec, nil
+		}
+		size := pipeline.EstimateRecordSize(rec)
+		if size <= limit.Bytes {
+			return rec, nil
+		}
+		cause = &dlt.TooLargeError{Size: size, Limit: limit.Bytes, Gate: limit.Gate}
 	}
 	d := e.decide(in, cause)
 	if !d.Routes() {
 		return nil, e.stopFor(in, cause, d)
 	}
-	stage := finishStage
+	stage := "size check"
 	var se *pipeline.StepError
 	switch {
 	case errors.As(cause, &se) && se.Step < len(e.opts.StepNames):
@@ -244,4 +258,14 @@ func (e *Engine) committedOr(start []Offset) ([]Offset, error) {
 		}
 	}
 	return committed, nil
+}
+
+// withSource is out with the offloader-source header naming in, the source
+// record it came from (for a retried record, the original one), replacing
+// any such header out had.
+func withSource(out, in *pipeline.Record) *pipeline.Record {
+	c := out.Clone()
+	c.Headers = slices.DeleteFunc(c.Headers, func(h pipeline.Header) bool { return h.Key == pointer.HeaderSource })
+	c.Headers = append(c.Headers, pipeline.Header{Key: pointer.HeaderSource, Value: pointer.Source(in.Topic, in.Partition, in.Offset)})
+	return c
 }
