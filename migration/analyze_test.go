@@ -2,8 +2,14 @@ package migration
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/pipeline"
 )
 
@@ -84,5 +90,61 @@ func TestAnalysisEvaluatesTheOffloadStepsPredicate(t *testing.T) {
 	o := a.Report().Offload
 	if o.Records != 2 || o.DeadLettered != 1 || len(o.DeadLetteredExamples) != 1 || o.DeadLetteredExamples[0] != "[1]@2" {
 		t.Errorf("offloaded %d, dead-lettered %d %v; want 2 offloaded and [1]@2 dead-lettered", o.Records, o.DeadLettered, o.DeadLetteredExamples)
+	}
+}
+
+// recordsOf is a Source of the records given, then errEnd, or fail.
+type recordsOf struct {
+	recs []*pipeline.Record
+	fail error
+}
+
+var errEnd = errors.New("end")
+
+func (s *recordsOf) Next(context.Context, time.Duration) (*pipeline.Record, error) {
+	if len(s.recs) == 0 {
+		if s.fail != nil {
+			return nil, s.fail
+		}
+		return nil, errEnd
+	}
+	r := s.recs[0]
+	s.recs = s.recs[1:]
+	return r, nil
+}
+
+// ReadAll counts every record until the source's end, and stops on its
+// other errors; the gates are the figures' and the fetch caps', the slim
+// limit the producer's until the slim topic exists.
+func TestReadAllAndTheSourceGates(t *testing.T) {
+	f := &limits.Figures{ProducerMaxMessageBytes: 1000000, BrokerMessageMaxBytes: 1048588, ConsumerReceiveMaxBytes: 100000000,
+		Slim: limits.TopicInfo{Name: "slim", Role: "slim", MaxMessageBytes: 500000}}
+	src := limits.TopicInfo{Name: "raw", Role: "source", Exists: true, MaxMessageBytes: 8388608, MaxDecompressedBytes: 9000000}
+	gates := SourceGates(f, src, 0)
+	var names []string
+	for _, g := range gates {
+		names = append(names, fmt.Sprintf("%s=%d", g.Name, g.Limit))
+	}
+	if want := "producer message.max.bytes=1000000 topic max.message.bytes=8388608 broker message.max.bytes=1048588 topic max.decompressed.message.bytes=9000000 consumer fetch.max.bytes=52428800 consumer receive.message.max.bytes=100000000"; strings.Join(names, " ") != want {
+		t.Errorf("gates %s", strings.Join(names, " "))
+	}
+	if SlimLimitOf(f) != 1000000 {
+		t.Errorf("before the slim topic exists: %d", SlimLimitOf(f))
+	}
+	f.Slim.Exists = true
+	if SlimLimitOf(f) != 500000 {
+		t.Errorf("the slim topic's: %d", SlimLimitOf(f))
+	}
+	a := NewAnalysis(1000, "blob", gates, 3)
+	recs := &recordsOf{recs: []*pipeline.Record{{Topic: "raw", Value: make([]byte, 50)}, {Topic: "raw", Offset: 1, Value: make([]byte, 5000)}}}
+	if err := a.ReadAll(context.Background(), recs, errEnd); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Report(); r.Records != 2 || r.Offload.Records != 1 {
+		t.Errorf("report: %d records, %d offloaded; want 2 and 1", r.Records, r.Offload.Records)
+	}
+	broken := errors.New("offset reset")
+	if err := NewAnalysis(100, "blob", gates, 3).ReadAll(context.Background(), &recordsOf{fail: broken}, errEnd); !errors.Is(err, broken) {
+		t.Errorf("a read error: %v", err)
 	}
 }

@@ -197,22 +197,8 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	if err != nil {
 		return analysisReport{}, err
 	}
-	fetchMax := 52428800
-	if v, ok := p.Kafka.Consumer["fetch.max.bytes"]; ok {
-		fetchMax, _ = strconv.Atoi(v)
-	}
-	gates := []migration.Gate{
-		{Name: "producer message.max.bytes", Limit: f.ProducerMaxMessageBytes},
-		{Name: "topic max.message.bytes", Limit: src.MaxMessageBytes},
-	}
-	if f.BrokerMessageMaxBytes > 0 {
-		gates = append(gates, migration.Gate{Name: "broker message.max.bytes", Limit: f.BrokerMessageMaxBytes})
-	}
-	if src.MaxDecompressedBytes > 0 {
-		gates = append(gates, migration.Gate{Name: "topic max.decompressed.message.bytes", Limit: src.MaxDecompressedBytes})
-	}
-	gates = append(gates, migration.Gate{Name: "consumer fetch.max.bytes", Limit: fetchMax},
-		migration.Gate{Name: "consumer receive.message.max.bytes", Limit: f.ConsumerReceiveMaxBytes})
+	fetchMax, _ := strconv.Atoi(p.Kafka.Consumer["fetch.max.bytes"])
+	gates := migration.SourceGates(f, src, fetchMax)
 	until, err := analysisEnd(ctx, p, o.topic, src.Partitions, o.to)
 	if err != nil {
 		return analysisReport{}, err
@@ -226,12 +212,7 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 	if err != nil {
 		return analysisReport{}, err
 	}
-	// Before the slim topic exists, the producer's limit is still a gate.
-	slimLimit := f.ProducerMaxMessageBytes
-	if f.Slim.Exists {
-		slimLimit = f.SlimLimit().Bytes
-	}
-	a.Gate(applies, slimLimit)
+	a.Gate(applies, migration.SlimLimitOf(f))
 	started := time.Now()
 	r, err := kafka.OpenReader(kafka.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
 		Topic: o.topic, Partitions: o.parts, From: o.from, Until: until})
@@ -239,17 +220,8 @@ func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions)
 		return analysisReport{}, err
 	}
 	defer r.Close()
-	for {
-		rec, err := r.Next(ctx, time.Second)
-		if errors.Is(err, kafka.ErrEnd) {
-			break
-		}
-		if err != nil {
-			return analysisReport{}, fmt.Errorf("reading %s: %w", o.topic, err)
-		}
-		if rec != nil {
-			a.Add(rec)
-		}
+	if err := a.ReadAll(ctx, r, kafka.ErrEnd); err != nil {
+		return analysisReport{}, fmt.Errorf("reading %s: %w", o.topic, err)
 	}
 	return analysisReport{Topic: o.topic, Threshold: why, Elapsed: time.Since(started).Seconds(), Report: a.Report()}, nil
 }

@@ -1,0 +1,69 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/offloader/offloader/limits"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// Source is where an analysis reads a topic's records (internal/kafka's
+// Reader): Next returns the next record, waiting up to timeout (nil, nil
+// without one), or the end error once every partition was read.
+type Source interface {
+	Next(ctx context.Context, timeout time.Duration) (*pipeline.Record, error)
+}
+
+// ReadAll adds every record of src to the analysis, until src returns end;
+// another error of src ends it.
+func (a *Analysis) ReadAll(ctx context.Context, src Source, end error) error {
+	for {
+		rec, err := src.Next(ctx, time.Second)
+		if errors.Is(err, end) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			a.Add(rec)
+		}
+	}
+}
+
+// defaultFetchMaxBytes is librdkafka's fetch.max.bytes.
+const defaultFetchMaxBytes = 52428800
+
+// SourceGates are the gates a record of source topic src meets on its way,
+// from the figures a survey read: the producer's and the broker's
+// message.max.bytes, the topic's max.message.bytes and (Kafka 4.4)
+// max.decompressed.message.bytes, and the consumer's fetch.max.bytes
+// (fetchMax, 0: librdkafka's default) and receive.message.max.bytes.
+func SourceGates(f *limits.Figures, src limits.TopicInfo, fetchMax int) []Gate {
+	if fetchMax <= 0 {
+		fetchMax = defaultFetchMaxBytes
+	}
+	gates := []Gate{
+		{Name: "producer message.max.bytes", Limit: f.ProducerMaxMessageBytes},
+		{Name: "topic max.message.bytes", Limit: src.MaxMessageBytes},
+	}
+	if f.BrokerMessageMaxBytes > 0 {
+		gates = append(gates, Gate{Name: "broker message.max.bytes", Limit: f.BrokerMessageMaxBytes})
+	}
+	if src.MaxDecompressedBytes > 0 {
+		gates = append(gates, Gate{Name: "topic max.decompressed.message.bytes", Limit: src.MaxDecompressedBytes})
+	}
+	return append(gates, Gate{Name: "consumer fetch.max.bytes", Limit: fetchMax},
+		Gate{Name: "consumer receive.message.max.bytes", Limit: f.ConsumerReceiveMaxBytes})
+}
+
+// SlimLimitOf is the slim topic's limit for an analysis: its own, or,
+// before it exists, the producer's, which is still a gate.
+func SlimLimitOf(f *limits.Figures) int {
+	if f.Slim.Exists {
+		return f.SlimLimit().Bytes
+	}
+	return f.ProducerMaxMessageBytes
+}
