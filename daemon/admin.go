@@ -70,14 +70,13 @@ const leaveTimeout = 10 * time.Second
 // leaveGroup removes the stopped instance's static membership (POST /leave
 // asked for it): its partitions move to the other instances now, not after
 // session.timeout.ms. Failing, it says so; the member then times out.
-func leaveGroup(p *config.Pipeline, logger *zap.Logger) {
+func leaveGroup(k kafka.Pipeline, logger *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	k := Kafka(p)
 	id := k.GroupInstanceID()
 	if err := kafka.RemoveStaticMember(ctx, k); err != nil {
 		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
 		return
 	}
-	logger.Info("left the group for good: static member removed, its partitions move now", zap.String("group", p.Source.Group), zap.String("group_instance_id", id))
+	logger.Info("left the group for good: static member removed, its partitions move now", zap.String("group", k.Group), zap.String("group_instance_id", id))
 }

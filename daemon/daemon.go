@@ -67,6 +67,7 @@ type Options struct {
 // Kafka clients connected, its admin API serving.
 type Daemon struct {
 	p       *config.Pipeline
+	kafka   kafka.Pipeline // what the Kafka edge is told of p
 	logger  *zap.Logger
 	metrics *observability.Metrics
 	api     *admin.Server
@@ -88,7 +89,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 			err = fmt.Errorf("%w (%v)", ErrStoppedBeforeStart, err)
 		}
 	}()
-	d := &Daemon{p: p, logger: env.Logger.With(zap.String("pipeline", p.Name))}
+	d := &Daemon{p: p, kafka: Kafka(p), logger: env.Logger.With(zap.String("pipeline", p.Name))}
 	logger := d.logger
 	logger.Info("starting", zap.String("version", env.Version), zap.Any("config", settings.Encode(p)))
 	for _, w := range p.Warnings() {
@@ -96,7 +97,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	}
 	d.metrics = observability.NewMetrics(p.Name)
 	d.metrics.SetBuildInfo(env.Version, env.Commit, kafka.LibraryVersion())
-	d.api = &admin.Server{Pipeline: p.Name, Instance: p.TransactionalID(), Version: env.Version, Stores: d.metrics.StoreHealth,
+	d.api = &admin.Server{Pipeline: p.Name, Instance: d.kafka.TransactionalID, Version: env.Version, Stores: d.metrics.StoreHealth,
 		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}
 	if d.addr, err = serveAdmin(ctx, p.Observability, d.metrics, d.api, logger); err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	topology, err := kafka.Inspect(startCtx, Kafka(p), logger)
+	topology, err := kafka.Inspect(startCtx, d.kafka, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
-	if d.group, d.session, err = kafka.Connect(ctx, Kafka(p), plan, logger, d.metrics.ReplacedProducers); err != nil {
+	if d.group, d.session, err = kafka.Connect(ctx, d.kafka, plan, logger, d.metrics.ReplacedProducers); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -202,7 +203,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	}
 	logger.Info("pipeline running",
 		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", string(p.Source.Start())),
-		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", p.TransactionalID()),
+		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", d.kafka.TransactionalID),
 		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
 	return d, nil
 }
@@ -225,7 +226,7 @@ func (d *Daemon) Run(ctx context.Context) (engine.Report, error) {
 		d.metrics.SetHealthy(false)
 	}
 	if d.api.LeaveOnStop() {
-		leaveGroup(d.p, d.logger)
+		leaveGroup(d.kafka, d.logger)
 	}
 	return rep, err
 }

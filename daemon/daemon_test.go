@@ -190,6 +190,12 @@ func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
 	if err := os.WriteFile(pauseFile, []byte("reindexing\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Records wait on the source: a daemon that did not start paused would
+	// commit them.
+	waiting := []*pipeline.Record{{Topic: "raw", Partition: 0, Key: []byte("k"), Value: []byte("v")}, {Topic: "raw", Partition: 1, Key: []byte("k"), Value: []byte("v")}}
+	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, waiting, 1<<20, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	p := loadPipeline(t, bootstrap, fmt.Sprintf("observability: {listen: \"127.0.0.1:0\", pause_file: %q}", pauseFile), offloadTo(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -204,13 +204,13 @@ func commitsOn(ctx context.Context, c Log, group string, topics []string) (map[P
 // offsets (committed) stand past the pipeline's (its group's, or the
 // partition's start where it has none).
 func groupAhead(ctx context.Context, c Log, pipelineGroup string, topics []string, committed map[Partition]int64) ([]Ahead, error) {
-	at, starts := map[Partition]int64{}, map[Partition]int64{}
+	at, err := commitsOn(ctx, c, pipelineGroup, topics)
+	if err != nil {
+		return nil, err
+	}
+	starts := map[Partition]int64{}
 	for _, topic := range topics {
 		n, err := c.Partitions(ctx, topic)
-		if err != nil {
-			return nil, err
-		}
-		mine, err := c.Committed(ctx, pipelineGroup, topic, n)
 		if err != nil {
 			return nil, err
 		}
@@ -219,11 +219,7 @@ func groupAhead(ctx context.Context, c Log, pipelineGroup string, topics []strin
 			return nil, err
 		}
 		for part := range int32(n) {
-			mp := Partition{Topic: topic, Partition: part}
-			if o, ok := mine[part]; ok {
-				at[mp] = o
-			}
-			starts[mp] = low[part]
+			starts[Partition{Topic: topic, Partition: part}] = low[part]
 		}
 	}
 	return GroupAhead(committed, at, starts), nil

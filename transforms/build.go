@@ -108,16 +108,12 @@ func Thresholds(steps []Step) map[int]settings.SizeOrAuto {
 // OffloadThreshold is the first offload step's threshold; ok is false
 // without an offload step.
 func OffloadThreshold(steps []Step) (t settings.SizeOrAuto, ok bool) {
-	first := -1
-	for i := range Thresholds(steps) {
-		if first < 0 || i < first {
-			first = i
+	for _, s := range steps {
+		if c, offloads := s.Config.(*OffloadConfig); offloads {
+			return c.Threshold, true
 		}
 	}
-	if first < 0 {
-		return t, false
-	}
-	return Thresholds(steps)[first], true
+	return t, false
 }
 
 // OffloadApplies is the if: predicate of the first step that writes to a
