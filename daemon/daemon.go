@@ -53,10 +53,10 @@ type Options struct {
 	// at those of the time Until.
 	Bounded bool
 	Until   time.Time
-	// Throttle may wait for each record consumed (a records/s limit), and
-	// StoreLimit limits the bytes written to the stores per second.
-	Throttle   func(context.Context, *pipeline.Record)
-	StoreLimit *rate.Limiter
+	// MaxRecordsPerSecond limits the records consumed, and
+	// MaxStoreBytesPerSecond the bytes written to the stores (0: no limit).
+	MaxRecordsPerSecond    float64
+	MaxStoreBytesPerSecond float64
 	// Started is told of a bounded run's end offsets once they are read,
 	// and Committed of each commit (a progress bar).
 	Started   func(until []pipeline.Offset)
@@ -119,7 +119,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.Int("slim_limit_bytes", topology.SlimLimit().Bytes),
 		zap.String("slim_limit_gate", topology.SlimLimit().Gate))
 
-	if d.stores, err = openStores(startCtx, p, o.StoreLimit, d.metrics); err != nil {
+	if d.stores, err = openStores(startCtx, p, storeLimit(o.MaxStoreBytesPerSecond), d.metrics); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -184,7 +184,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		DeadLetterOffload:  offload,
 		SourcePartitions:   topology.SourcePartitions,
 		Until:              d.until,
-		Throttle:           o.Throttle,
+		Throttle:           throttle(o.MaxRecordsPerSecond),
 		Committed:          o.Committed,
 		ShutdownTimeout:    ShutdownTimeout,
 		Logger:             logger,
@@ -283,4 +283,23 @@ func Steps(p *config.Pipeline) []transforms.Step {
 		}
 	}
 	return steps
+}
+
+// throttle waits for each record consumed so that at most perSecond are
+// (nil: no limit), in bursts of a tenth of a second.
+func throttle(perSecond float64) func(context.Context, *pipeline.Record) {
+	if perSecond <= 0 {
+		return nil
+	}
+	l := rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
+	return func(ctx context.Context, _ *pipeline.Record) { l.Wait(ctx) }
+}
+
+// storeLimit limits the bytes written to the stores to perSecond (nil: no
+// limit), in bursts of a tenth of a second, at least 64 KiB and at most 1 MiB.
+func storeLimit(perSecond float64) *rate.Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), max(64<<10, min(1<<20, int(perSecond/10))))
 }

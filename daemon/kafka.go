@@ -3,10 +3,11 @@ package daemon
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
-	"go.uber.org/zap"
 )
 
 // Kafka is what the Kafka edge knows of p: its clients, topics and group.
@@ -41,10 +42,23 @@ func KafkaClient(p *config.Pipeline) kafka.Client {
 // survey of the topics, the broker and the clients) and p's own (its
 // chain, its stores' object lifetimes).
 func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.Figures, error) {
-	f, err := kafka.Survey(ctx, Kafka(p), log)
+	f, err := kafka.Survey(ctx, Kafka(p), orNop(log))
 	if err != nil {
 		return nil, err
 	}
 	f.AddPipeline(p)
 	return f, nil
+}
+
+// CreateMissing creates p's missing slim, retry and dead-letter topics with
+// settings that fit the figures (kafka.CreateMissing), and surveys again
+// when it created any. It returns the figures as they are now and the
+// topics created.
+func CreateMissing(ctx context.Context, p *config.Pipeline, f *limits.Figures, log *zap.Logger) (*limits.Figures, []string, error) {
+	created, err := kafka.CreateMissing(ctx, KafkaClient(p), f, log)
+	if err != nil || len(created) == 0 {
+		return f, created, err
+	}
+	f, err = Survey(ctx, p, log)
+	return f, created, err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -11,18 +10,12 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
-	"github.com/offloader/offloader/limits"
-	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/settings"
-	"github.com/offloader/offloader/transforms"
 )
 
 func analyzeCommand() *command {
@@ -112,6 +105,28 @@ partition: quick on a large topic).`,
 			if sample > 0 {
 				start = kafka.Start{Tail: int64(sample)}
 			}
+			o := daemon.AnalyzeOptions{Topic: topic, Partitions: parts, From: start, Top: top}
+			switch threshold {
+			case "":
+			case "auto":
+				o.Auto = true
+			default:
+				size, err := settings.ParseSize(threshold)
+				switch {
+				case err != nil:
+					return c.usageError(fs, "--threshold: %v", err)
+				case size <= 0:
+					return c.usageError(fs, "--threshold must be a size above 0, or auto")
+				}
+				o.Threshold = int(size)
+			}
+			if to != "" {
+				end, err := parseEnd(to)
+				if err != nil {
+					return c.usageError(fs, "--to: %v", err)
+				}
+				o.To = &end
+			}
 			if problems := kafka.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
 				return c.usageError(fs, "%v", problems.Err())
 			}
@@ -135,16 +150,18 @@ partition: quick on a large topic).`,
 					topic = p.Source.Topics[0]
 				}
 			}
-			p.Source.Topics = []string{topic}
+			o.Topic = topic
+			logger, err := observability.NewLogger("console", "warn")
+			if err != nil {
+				return exitFailure
+			}
+			defer logger.Sync()
+			o.Log = logger
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			a := analyzeOptions{topic: topic, parts: parts, from: start, to: to, threshold: threshold, top: top}
-			rep, err := c.analyze(ctx, p, a)
+			rep, err := daemon.Analyze(ctx, p, o)
 			if err != nil {
 				fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
-				if errors.Is(err, errUsage) {
-					return exitUsage
-				}
 				return exitFailure
 			}
 			if asJSON {
@@ -159,134 +176,19 @@ partition: quick on a large topic).`,
 	}
 }
 
-var errUsage = errors.New("usage")
-
-type analyzeOptions struct {
-	topic         string
-	parts         []int32
-	from          kafka.Start
-	to, threshold string
-	top           int
-}
-
-// analysisReport is analyze's output: what was read, and the figures.
-type analysisReport struct {
-	Topic     string  `json:"topic"`
-	Threshold string  `json:"threshold_source"`
-	Elapsed   float64 `json:"seconds"`
-	migration.Report
-}
-
-func (c *cli) analyze(ctx context.Context, p *config.Pipeline, o analyzeOptions) (analysisReport, error) {
-	logger, err := observability.NewLogger("console", "warn")
-	if err != nil {
-		return analysisReport{}, err
+// parseEnd reads --to: an offset, or @TIME.
+func parseEnd(s string) (kafka.Start, error) {
+	if strings.HasPrefix(s, "@") {
+		return parseStart(s)
 	}
-	defer logger.Sync()
-	surveyCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	f, err := daemon.Survey(surveyCtx, p, logger)
-	if err != nil {
-		return analysisReport{}, err
-	}
-	src := f.Sources[0]
-	if !src.Exists {
-		return analysisReport{}, fmt.Errorf("topic %s does not exist on %s", o.topic, p.Kafka.BootstrapServers)
-	}
-	threshold, why, err := analysisThreshold(p, f, o.threshold)
-	if err != nil {
-		return analysisReport{}, err
-	}
-	fetchMax, _ := strconv.Atoi(p.Kafka.Consumer["fetch.max.bytes"])
-	gates := migration.SourceGates(f, src, fetchMax)
-	until, err := analysisEnd(ctx, p, o.topic, src.Partitions, o.to)
-	if err != nil {
-		return analysisReport{}, err
-	}
-	store := "payloads"
-	for name := range p.Stores {
-		store = name
-	}
-	a := migration.NewAnalysis(threshold, store, gates, o.top)
-	applies, err := transforms.OffloadApplies(daemon.Steps(p))
-	if err != nil {
-		return analysisReport{}, err
-	}
-	a.Gate(applies, migration.SlimLimitOf(f))
-	started := time.Now()
-	r, err := kafka.OpenReader(kafka.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
-		Topic: o.topic, Partitions: o.parts, From: o.from, Until: until})
-	if err != nil {
-		return analysisReport{}, err
-	}
-	defer r.Close()
-	if err := a.ReadAll(ctx, r, kafka.ErrEnd); err != nil {
-		return analysisReport{}, fmt.Errorf("reading %s: %w", o.topic, err)
-	}
-	return analysisReport{Topic: o.topic, Threshold: why, Elapsed: time.Since(started).Seconds(), Report: a.Report()}, nil
-}
-
-// analysisThreshold is the threshold to analyze at and where it comes from.
-func analysisThreshold(p *config.Pipeline, f *limits.Figures, flag string) (int, string, error) {
-	auto := func() (int, string) {
-		if f.Slim.Exists {
-			// The limit run derives auto from, whatever the pipeline's own step says.
-			limit := f.SlimLimit()
-			return transforms.AutoThreshold(limit.Bytes), fmt.Sprintf("auto: %s less %s", limit.Gate, transforms.AutoThresholdHeadroom)
-		}
-		limit := f.ProducerMaxMessageBytes
-		if f.BrokerMessageMaxBytes > 0 {
-			limit = min(limit, f.BrokerMessageMaxBytes)
-		}
-		return transforms.AutoThreshold(limit), fmt.Sprintf("auto: the producer's message.max.bytes and the broker's message.max.bytes (%d) less %s", limit, transforms.AutoThresholdHeadroom)
-	}
-	switch flag {
-	case "auto":
-		t, why := auto()
-		return t, why, nil
-	case "":
-		if th, ok := transforms.OffloadThreshold(daemon.Steps(p)); ok && !th.IsAuto() {
-			return int(th), "the pipeline's offload step: " + settings.Size(th).String(), nil
-		}
-		t, why := auto()
-		return t, why, nil
-	}
-	size, err := settings.ParseSize(flag)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w: --threshold: %v", errUsage, err)
-	}
-	return int(size), "--threshold " + flag, nil
-}
-
-// analysisEnd is where each partition's reading stops (nil: at its end).
-func analysisEnd(ctx context.Context, p *config.Pipeline, topic string, partitions int, to string) (map[int32]int64, error) {
-	if to == "" {
-		return nil, nil
-	}
-	if strings.HasPrefix(to, "@") {
-		at, err := parseStart(to)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --to: %v", errUsage, err)
-		}
-		g, err := kafka.OpenGroups(daemon.KafkaClient(p), zap.NewNop())
-		if err != nil {
-			return nil, err
-		}
-		defer g.Close()
-		return g.OffsetsAt(ctx, topic, partitions, at.Time)
-	}
-	n, err := strconv.ParseInt(to, 10, 64)
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return nil, fmt.Errorf("%w: --to wants an offset or @TIME, got %q", errUsage, to)
+		return kafka.Start{}, fmt.Errorf("want an offset or @TIME, got %q", s)
 	}
-	until := map[int32]int64{}
-	for part := range int32(partitions) {
-		until[part] = n
-	}
-	return until, nil
+	return kafka.Start{Offset: n}, nil
 }
 
-func printAnalysis(w io.Writer, r analysisReport) {
+func printAnalysis(w io.Writer, r daemon.Analysis) {
 	fmt.Fprintf(w, "topic %s: %d records, %s, read in %.1fs\n\n", r.Topic, r.Records, settings.Size(r.Bytes).Approx(), r.Elapsed)
 	if r.Records == 0 {
 		fmt.Fprintln(w, "nothing to analyze in the range read")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,10 +11,8 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/transforms"
 )
 
 func checkCommand() *command {
@@ -125,19 +122,14 @@ func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Lo
 		return false
 	}
 	if create {
-		created, err := kafka.CreateMissing(ctx, daemon.KafkaClient(p), figures, logger)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-			return false
-		}
+		var created []string
+		figures, created, err = daemon.CreateMissing(ctx, p, figures, logger)
 		for _, t := range created {
 			fmt.Fprintf(c.stdout, "created topic %s\n", t)
 		}
-		if len(created) > 0 {
-			if figures, err = daemon.Survey(ctx, p, logger); err != nil {
-				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-				return false
-			}
+		if err != nil {
+			fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+			return false
 		}
 	}
 	rows, problems := limits.Check(figures)
@@ -172,36 +164,20 @@ func printProblems(w io.Writer, problems []limits.Problem, allGood, noun string)
 }
 
 // samplePredicate tries the offload step's if: on the last n records of each
-// source partition and prints those that run would send to the dead-letter
-// topic, as problems. It reports whether there are none (true when the step
-// has no if:, or n is 0).
+// source partition (daemon.SampleOffloadIf) and prints those that run would
+// send to the dead-letter topic, as problems. It reports whether there are
+// none (true when the step has no if:, or n is 0).
 func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bool {
-	applies, err := transforms.OffloadApplies(daemon.Steps(p))
-	if err != nil {
-		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-		return false
-	}
-	if applies == nil || n == 0 {
+	if n == 0 {
 		return true
 	}
-	var problems []limits.Problem
-	read := int64(0)
-	for _, topic := range p.Source.Topics {
-		one := *p
-		one.Source.Topics = []string{topic}
-		rep, err := c.analyze(ctx, &one, analyzeOptions{topic: topic, from: kafka.Start{Tail: int64(n)}})
-		if err != nil {
-			fmt.Fprintf(c.stderr, "offloader check: sampling %s for the offload step's if: %v\n", topic, err)
-			return false
-		}
-		read += rep.Records
-		if o := rep.Offload; o.DeadLettered > 0 {
-			problems = append(problems, limits.Problem{
-				What: fmt.Sprintf("%d of the %d records sampled from %s (the last %d of each partition) are over the slim topic's limit and the offload step's if: passes them by: run sends them to the dead-letter topic (%s)",
-					o.DeadLettered, rep.Records, topic, n, strings.Join(o.DeadLetteredExamples, ", ")),
-				Fix: "make the offload step's if: take every record over its threshold (or remove the if:), or raise the slim topic's max.message.bytes and the producer's message.max.bytes above these records",
-			})
-		}
+	read, problems, err := daemon.SampleOffloadIf(ctx, p, n)
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+		return false
+	case read < 0:
+		return true // the offload step has no if:
 	}
 	fmt.Fprintf(c.stdout, "\nthe offload step's if: tried on %d records (the last %d of each source partition)\n", read, n)
 	printProblems(c.stdout, problems, "no sampled record is bound for the dead-letter topic", "problem")

@@ -14,7 +14,6 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/gc"
-	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/settings"
 )
@@ -74,9 +73,21 @@ Example:
 			if floor := p.GCFloor(); *grace < floor {
 				return c.usageError(fs, "%v", &gc.GraceError{Grace: *grace, Floor: floor})
 			}
+			if len(p.KeyPrefixes()) == 0 {
+				fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step, no gc_adopt): nothing to collect")
+				return exitOK
+			}
+			logger, err := observability.NewLogger("console", "warn")
+			if err != nil {
+				return exitFailure
+			}
+			defer logger.Sync()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			rep, err := c.collect(ctx, p, *grace, *dryRun)
+			rep, err := daemon.Collect(ctx, p, daemon.CollectOptions{Grace: *grace, DryRun: *dryRun, Log: logger,
+				Progress: func(format string, args ...any) {
+					fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
+				}})
 			if rep != nil {
 				if *asJSON {
 					printGCJSON(c.stdout, rep, err)
@@ -91,44 +102,6 @@ Example:
 			return exitOK
 		},
 	}
-}
-
-func (c *cli) collect(ctx context.Context, p *config.Pipeline, grace time.Duration, dryRun bool) (*gc.Report, error) {
-	prefixes := p.KeyPrefixes()
-	if len(prefixes) == 0 {
-		fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step, no gc_adopt): nothing to collect")
-		return nil, nil
-	}
-	logger, err := observability.NewLogger("console", "warn")
-	if err != nil {
-		return nil, err
-	}
-	defer logger.Sync()
-	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
-	if err != nil {
-		return nil, err
-	}
-	defer groups.Close()
-	open, err := p.OpenStores(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("nothing was deleted: %w", err)
-	}
-	defer func() {
-		for _, s := range open {
-			s.Close()
-		}
-	}()
-	var retries []string
-	for _, r := range p.Errors.RetryTopics {
-		retries = append(retries, r.Topic)
-	}
-	plan := gc.Plan{Writer: p.Writer(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
-		RetryTopics: retries, DeadLetterTopic: p.Errors.DeadLetterTopic, Prefixes: prefixes,
-		Grace: grace, Floor: p.GCFloor(), DryRun: dryRun, Now: time.Now,
-		Progress: func(format string, args ...any) {
-			fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
-		}}
-	return gc.Collect(ctx, plan, kafka.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
 }
 
 // printGC prints what gc read, proved, kept and deleted.

@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/pipeline"
 )
 
 func migrateCommand() *command {
@@ -125,15 +123,7 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 				return exitUsage
 			}
 			defer logger.Sync()
-			o := daemon.Options{Bounded: true, Until: untilTime}
-			if *rps > 0 {
-				l := rate.NewLimiter(rate.Limit(*rps), max(1, int(*rps/10)))
-				o.Throttle = func(ctx context.Context, _ *pipeline.Record) { l.Wait(ctx) }
-			}
-			if *mbps > 0 {
-				bytesPerSecond := *mbps * 1e6
-				o.StoreLimit = rate.NewLimiter(rate.Limit(bytesPerSecond), max(64<<10, min(1<<20, int(bytesPerSecond/10))))
-			}
+			o := daemon.Options{Bounded: true, Until: untilTime, MaxRecordsPerSecond: *rps, MaxStoreBytesPerSecond: *mbps * 1e6}
 			progress := &migrationProgress{p: p, now: time.Now}
 			if terminal {
 				progress.bar = c.stderr // the bar says how it goes

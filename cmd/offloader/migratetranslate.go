@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 )
@@ -93,12 +92,11 @@ func (c *cli) translateOffsets(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
 	defer cancel()
-	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
+	cluster, closeCluster, err := daemon.Cluster(p, logger)
 	if err != nil {
 		return fail(err)
 	}
-	defer groups.Close()
-	cluster := kafka.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer)
+	defer closeCluster()
 	plan, err := migration.PlanTranslation(ctx, cluster, migration.TranslateOptions{
 		Group: *group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		Wait: *wait,

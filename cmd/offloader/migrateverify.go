@@ -12,10 +12,8 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
-	"github.com/offloader/offloader/resolver"
 )
 
 var verifyCommand = &command{
@@ -51,7 +49,7 @@ func (c *cli) migrateVerify(args []string) int {
 // verify checks parity and prints the table; it returns the exit code.
 func (c *cli) verify(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) int {
 	started := time.Now()
-	results, malformed, err := checkParity(ctx, p, deep, logger)
+	results, malformed, err := daemon.Verify(ctx, p, deep, logger)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "offloader migrate verify: %v\n", err)
 		return exitFailure
@@ -84,32 +82,4 @@ func printParity(w io.Writer, results []migration.Result) (failed int) {
 	}
 	tw.Flush()
 	return failed
-}
-
-// checkParity checks the parity of what the pipeline's group committed
-// (migration.Verify), reading the cluster through the Kafka edge.
-func checkParity(ctx context.Context, p *config.Pipeline, deep bool, logger *zap.Logger) ([]migration.Result, int, error) {
-	groups, err := kafka.OpenGroups(daemon.KafkaClient(p), logger)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer groups.Close()
-	var res *resolver.Resolver
-	if deep {
-		open, err := p.OpenStores(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		res = resolver.New(resolver.Options{Stores: open, MaxSize: 1 << 30})
-		defer res.Close()
-	} else {
-		res = resolver.New(resolver.Options{}) // inline codecs only: no store is read
-	}
-	o := migration.VerifyOptions{Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
-		DeadLetterTopic: p.Errors.DeadLetterTopic, Latest: p.Source.Start() == config.StartLatest, Deep: deep,
-		Original: migration.OriginalSHA(res)}
-	if t, ok := p.Source.StartTime(); ok {
-		o.StartTime = t
-	}
-	return migration.Verify(ctx, kafka.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), o)
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"testing"
@@ -15,10 +15,18 @@ func TestAnalysisThresholdIsRunsAuto(t *testing.T) {
 	f := &limits.Figures{ProducerMaxMessageBytes: 1_000_000, Threshold: 256 << 10,
 		Slim: limits.TopicInfo{Name: "orders.slim", Role: "slim", Exists: true, MaxMessageBytes: 2 << 20}}
 	p := &config.Pipeline{Transforms: []*config.Step{{Type: "offload", Config: &transforms.OffloadConfig{Threshold: settings.SizeOrAuto(256 << 10)}}}}
-	for flag, want := range map[string]int{"auto": 1_000_000 - 4096, "": 256 << 10, "64KiB": 64 << 10} {
-		got, why, err := analysisThreshold(p, f, flag)
-		if err != nil || got != want {
-			t.Errorf("--threshold %q: %d (%s), %v; want %d", flag, got, why, err, want)
+	for _, c := range []struct {
+		o    AnalyzeOptions
+		want int
+		why  string
+	}{
+		{AnalyzeOptions{Auto: true}, 1_000_000 - 4096, "auto: the producer's message.max.bytes (1000000; kafka.producer in the pipeline file) less 4KiB"},
+		{AnalyzeOptions{}, 256 << 10, "the pipeline's offload step: 256KiB"},
+		{AnalyzeOptions{Threshold: 64 << 10}, 64 << 10, "--threshold 64KiB"},
+	} {
+		got, why := analysisThreshold(p, f, c.o)
+		if got != c.want || why != c.why {
+			t.Errorf("%+v: %d (%s); want %d (%s)", c.o, got, why, c.want, c.why)
 		}
 	}
 }
