@@ -3,6 +3,13 @@
 // the transform chain, splits the memory budget, connects the Kafka clients
 // and hands them to the engine, serving /metrics and the admin API beside it.
 // offloader run and offloader migrate are this package with flags around it.
+//
+// It also wires the file to the procedures an operator runs on the
+// pipeline's topics and stores, each of which lives in its own package:
+// Analyze and SampleOffloadIf (migration's analysis), Verify and Cluster
+// (migration's parity check and offset translation), Collect (gc),
+// Survey, CreateMissing and CheckStores (offloader check). The command line
+// parses their flags and prints their results.
 package daemon
 
 import (

@@ -67,17 +67,11 @@ func BenchmarkGC(b *testing.B) {
 	}
 	p.Close()
 
-	cfg := writeConfig(b, fmt.Sprintf(`
-pipelines:
-  bench:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    stores:
-      payloads: {type: http, url: %q, auth_token: %s}
-    transforms:
-      - {type: offload, store: payloads}
-`, bootstrap, raw, uniqueName(b, "g"), slim, srv.URL, httpstoretest.Token))
+	cfg := newPipeline(b, "bench", raw, slim, uniqueName(b, "g")).with(b, `
+stores:
+  payloads: {type: http, url: %q, auth_token: %s}
+transforms:
+  - {type: offload, store: payloads}`, srv.URL, httpstoretest.Token).file(b)
 	b.ResetTimer()
 	for range b.N {
 		out, err := exec.Command(offloaderBinary(b), "gc", "-c", cfg, "--grace", "30m", "--json").Output()

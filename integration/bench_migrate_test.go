@@ -1,10 +1,7 @@
 package integration
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -88,22 +85,12 @@ func BenchmarkMigration(b *testing.B) {
 func migrationBenchPipeline(b *testing.B, raw string) (cfg, slim string) {
 	slim = uniqueName(b, "slim")
 	createTopic(b, slim, 3, nil)
-	cfg = filepath.Join(b.TempDir(), "migrate.yaml")
-	body := fmt.Sprintf(`
-pipelines:
-  bench:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: auto}
-    observability: {listen: "", log_format: json}
-`, bootstrap, raw, uniqueName(b, "g"), slim, b.TempDir())
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	cfg = newPipeline(b, "bench", raw, slim, uniqueName(b, "g")).with(b, `
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: auto}
+observability: {log_format: json}`, b.TempDir()).file(b)
 	return cfg, slim
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -400,23 +399,13 @@ func pipelineRun(b testing.TB, raw, slim string, n int) (elapsed time.Duration, 
 func pipelineRunWith(b testing.TB, raw, slim string, n int, store string) (elapsed time.Duration, rss int64, cpu time.Duration) {
 	b.Helper()
 	group := uniqueName(b, "g")
-	cfg := filepath.Join(b.TempDir(), "bench.yaml")
-	body := fmt.Sprintf(`
-pipelines:
-  bench:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 100ms}
-    stores:
-      %s
-    transforms:
-      - {type: offload, store: payloads, threshold: auto}
-    observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}
-`, bootstrap, uniqueName(b, "tx"), raw, group, slim, store)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
+commit: {interval: 100ms}
+stores:
+  %s
+transforms:
+  - {type: offload, store: payloads, threshold: auto}
+observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, store).file(b)
 	d := startDaemon(b, cfg)
 	base := d.metricsURL(b)
 	waitReady(b, base, time.Minute)

@@ -111,21 +111,16 @@ func TestCatWithKcatFlags(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	produceRecords(t, raw, recs[6:])
 
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  cat:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    # The subtests find records by their slim offsets: one transaction for
-    # all, since each transaction's commit marker takes an offset too.
-    commit: {interval: 5s, max_records: 1000}
-    stores:
-      payloads: {type: azblob, connection_string: %q, container: %s, create_container: true}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, connStr, container))
+	cfg := newPipeline(t, "cat", raw, slim, uniqueName(t, "g")).with(t, `
+# The subtests find records by their slim offsets: one transaction for
+# all, since each transaction's commit marker takes an offset too.
+commit: {interval: 5s, max_records: 1000}
+stores:
+  payloads: {type: azblob, connection_string: %q, container: %s, create_container: true}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+observability: {listen: "", log_format: console}
+`, connStr, container).file(t)
 	if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run --until-end: %v\n%s", err, out)
 	}

@@ -60,22 +60,17 @@ func TestChainCompressOffloadAndRehydrate(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 
-	offload := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  offload:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      %s
-    transforms:
-      - {type: filter, if: {type: has_header, name: skip}}
-      - {type: compress_inline, codec: zstd}
-      - {type: offload, store: payloads, compression: zstd}
-      - {type: insert_header, name: source-offset, from: offset}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, group, slim, stores))
+	offload := newPipeline(t, "offload", raw, slim, group).with(t, `
+commit: {interval: 50ms}
+stores:
+  %s
+transforms:
+  - {type: filter, if: {type: has_header, name: skip}}
+  - {type: compress_inline, codec: zstd}
+  - {type: offload, store: payloads, compression: zstd}
+  - {type: insert_header, name: source-offset, from: offset}
+observability: {listen: "", log_format: console}
+`, stores).file(t)
 	d := startDaemon(t, offload)
 	got := consumeAll(t, slim, len(recs)-2, 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
@@ -117,22 +112,16 @@ pipelines:
 		}
 	}
 
-	rehydrate := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  rehydrate:
-    kafka:
-      bootstrap_servers: %q
-      transactional_id: %s
-      producer: {message.max.bytes: 8388608}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      %s
-    transforms:
-      - {type: rehydrate, max_size: 4MiB}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), slim, uniqueName(t, "g"), fat, stores))
+	rehydrate := newPipeline(t, "rehydrate", slim, fat, uniqueName(t, "g")).with(t, `
+kafka:
+  producer: {message.max.bytes: 8388608}
+commit: {interval: 50ms}
+stores:
+  %s
+transforms:
+  - {type: rehydrate, max_size: 4MiB}
+observability: {listen: "", log_format: console}
+`, stores).file(t)
 	d = startDaemon(t, rehydrate)
 	back := consumeAll(t, fat, len(got), 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {

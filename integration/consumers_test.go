@@ -118,23 +118,18 @@ func TestConsumersResolveByteForByte(t *testing.T) {
 		recs = append(recs, r)
 	}
 	produceRecords(t, raw, recs)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  readers:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
-      disk: {type: filesystem, root: %q}
-      bucket: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1}
-    transforms:
-      - {type: offload, store: blob, threshold: 64KiB, if: {type: has_header, name: to, value: blob}}
-      - {type: offload, store: bucket, threshold: 64KiB, if: {type: has_header, name: to, value: s3}}
-      - {type: offload, store: disk, threshold: 64KiB, compression: gzip}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr, root, bucket, s3Endpoint))
+	cfg := newPipeline(t, "readers", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+stores:
+  blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
+  disk: {type: filesystem, root: %q}
+  bucket: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1}
+transforms:
+  - {type: offload, store: blob, threshold: 64KiB, if: {type: has_header, name: to, value: blob}}
+  - {type: offload, store: bucket, threshold: 64KiB, if: {type: has_header, name: to, value: s3}}
+  - {type: offload, store: disk, threshold: 64KiB, compression: gzip}
+observability: {listen: "", log_format: console}
+`, container, azureConnStr, root, bucket, s3Endpoint).file(t)
 	d := startDaemon(t, cfg)
 	got := consumeAll(t, slim, len(recs), 90*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
@@ -130,33 +131,25 @@ func committedInLog(log string) int {
 	return total
 }
 
-// pipelineFile writes a one-pipeline config file. Its transactional id is
-// its own (tests run in parallel, and the default, offloader-<name>-<host>,
-// would be shared by files that name their pipelines alike); an instance
-// started again from the file keeps it.
+// pipelineFile writes a one-pipeline config file (offloadPipeline) with
+// extra settings (YAML at the pipeline's level).
 func pipelineFile(t testing.TB, name, source, slim, group, storeYAML string, extra string) string {
 	t.Helper()
-	body := fmt.Sprintf(`
-pipelines:
-  %s:
-    kafka:
-      bootstrap_servers: %q
-      consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
-      transactional_id: %s
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {max_records: 200, interval: 50ms}
-    stores:
+	return offloadPipeline(t, name, source, slim, group, storeYAML).with(t, "%s", extra).file(t)
+}
+
+// offloadPipeline is a pipeline (newPipeline) that offloads records over
+// 64 KiB to the store storeYAML defines (the lines under stores:), commits
+// every 50 ms, and logs in the console format.
+func offloadPipeline(t testing.TB, name, source, slim, group, storeYAML string) *pipelineSpec {
+	t.Helper()
+	return newPipeline(t, name, source, slim, group).with(t, `
+kafka: {consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}}
+commit: {max_records: 200, interval: 50ms}
+stores:
 %s
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    observability: {listen: "", log_format: console, log_level: info}
-%s`, name, bootstrap, uniqueName(t, "tx"), source, group, slim, storeYAML, extra)
-	path := filepath.Join(t.TempDir(), "pipelines.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+transforms: [{type: offload, store: payloads, threshold: 64KiB}]
+observability: {log_format: console, log_level: info}`, storeYAML)
 }
 
 // filesystemPipeline creates a raw topic (records up to 8 MiB) and a slim topic
@@ -172,18 +165,26 @@ func filesystemPipeline(t *testing.T, name string, partitions int) (raw, slim, r
 	return raw, slim, root, pipelineFile(t, name, raw, slim, uniqueName(t, "g"), storeYAML, "")
 }
 
-// groupOf is the consumer group a pipeline file written by pipelineFile names.
+// groupOf is the consumer group of the one pipeline in the file cfg.
 func groupOf(t *testing.T, cfg string) string {
 	t.Helper()
 	body, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`group: (\S+)\}`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("%s names no group", cfg)
+	var file struct {
+		Pipelines map[string]struct {
+			Source struct{ Group string }
+		}
 	}
-	return string(m[1])
+	if err := yaml.Unmarshal(body, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range file.Pipelines {
+		return p.Source.Group
+	}
+	t.Fatalf("%s names no pipeline", cfg)
+	return ""
 }
 
 // sourceRecord is what the tests produce to the raw topic.

@@ -42,21 +42,16 @@ func TestPoisonRecordsGoToTheDeadLetterTopic(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  poison:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    errors: {dead_letter_topic: %s}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-      - {type: route, topic: '{header:dest}'}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, group, slim, dead, root))
+	cfg := newPipeline(t, "poison", raw, slim, group).with(t, `
+commit: {interval: 50ms}
+errors: {dead_letter_topic: %s}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+  - {type: route, topic: '{header:dest}'}
+observability: {listen: "", log_format: console}
+`, dead, root).file(t)
 	d := startDaemon(t, cfg)
 	good := consumeAll(t, slim, len(recs)-len(poison), 90*time.Second)
 	dead1 := consumeAll(t, dead, len(poison), 30*time.Second)

@@ -46,20 +46,8 @@ func gcPipelineFile(t *testing.T, name, source, slim, group, storeYAML, consumer
 	if consumer == "" {
 		consumer = "{}"
 	}
-	path := pipelineFile(t, name, source, slim, group, storeYAML, extra)
-	body, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kafka := "consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}"
-	if !bytes.Contains(body, []byte(kafka)) {
-		t.Fatalf("pipelineFile no longer writes %q", kafka)
-	}
-	body = bytes.Replace(body, []byte(kafka), fmt.Appendf(nil, "consumer: %s\n      producer: {transaction.timeout.ms: 5000}", consumer), 1)
-	if err := os.WriteFile(path, body, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return offloadPipeline(t, name, source, slim, group, storeYAML).with(t, "%s", extra).with(t, `
+kafka: {consumer: %s, producer: {transaction.timeout.ms: 5000}}`, consumer).file(t)
 }
 
 // gcReport is what offloader gc --json prints.

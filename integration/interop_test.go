@@ -145,19 +145,14 @@ func TestJavaReadsWhatTheDaemonWrites(t *testing.T) {
 	createTopic(t, slim, 2, nil)
 	recs := numberedRecords(40, 2, 4, 300<<10, 2000)
 	produceRecords(t, raw, recs)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  tojava:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
-    transforms:
-      - {type: offload, store: blob, threshold: 64KiB, compression: zstd}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr))
+	cfg := newPipeline(t, "tojava", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+stores:
+  blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
+transforms:
+  - {type: offload, store: blob, threshold: 64KiB, compression: zstd}
+observability: {listen: "", log_format: console}
+`, container, azureConnStr).file(t)
 	d := startDaemon(t, cfg)
 	consumeAll(t, slim, len(recs), 60*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {
@@ -251,19 +246,14 @@ func TestJavaReadsGoSerializerPointersThroughTheDaemon(t *testing.T) {
 		sent = append(sent, sourceRecord{partition: r.partition, key: m.Key, value: m.Value, headers: m.Headers})
 	}
 	produceRecords(t, raw, sent)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  gotojava:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      blob: {type: azblob, container: %s, connection_string: %q}
-    transforms:
-      - {type: offload, store: blob, threshold: 64KiB}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, container, azureConnStr))
+	cfg := newPipeline(t, "gotojava", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+stores:
+  blob: {type: azblob, container: %s, connection_string: %q}
+transforms:
+  - {type: offload, store: blob, threshold: 64KiB}
+observability: {listen: "", log_format: console}
+`, container, azureConnStr).file(t)
 	d := startDaemon(t, cfg)
 	slimMsgs := consumeAll(t, slim, len(recs), 60*time.Second)
 	if code := d.stop(t, 45*time.Second); code != 0 {

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,20 +60,15 @@ func TestSizeLadder(t *testing.T) {
 		recs = append(recs, sourceRecord{partition: 0, key: []byte(strconv.Itoa(i)), value: l.value, headers: l.headers})
 	}
 	produceRecords(t, raw, recs)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  ladder:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    errors: {dead_letter_topic: %s}
-    stores: {payloads: {type: filesystem, root: %q}}
-    transforms:
-      - {type: compress_inline, codec: zstd}
-      - {type: offload, store: payloads}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
+	cfg := newPipeline(t, "ladder", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+errors: {dead_letter_topic: %s}
+stores: {payloads: {type: filesystem, root: %q}}
+transforms:
+  - {type: compress_inline, codec: zstd}
+  - {type: offload, store: payloads}
+observability: {listen: "", log_format: console}
+`, dead, root).file(t)
 	d := startDaemon(t, cfg)
 	got := consumeAll(t, slim, len(ladder)-1, 90*time.Second)
 	deadRecs := consumeAll(t, dead, 1, 30*time.Second)

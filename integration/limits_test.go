@@ -23,19 +23,14 @@ func TestCheckNamesMisalignedLimitsAndRunRefuses(t *testing.T) {
 	// The retry topic's per-record decompressed cap (Kafka 4.4), the fifth gate.
 	createTopic(t, retry, 2, map[string]string{"max.decompressed.message.bytes": "20000"})
 	createTopic(t, dead, 4, map[string]string{"max.message.bytes": "30000"})
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  misaligned:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    errors:
-      retry_topics: [{topic: %s, delay: 5s}]
-      dead_letter_topic: %s
-    stores: {payloads: {type: filesystem, root: %q}}
-    transforms: [{type: offload, store: payloads, threshold: 64KiB}]
-    observability: {listen: "", log_format: console}
-`, bootstrap, raw, uniqueName(t, "g"), slim, retry, dead, t.TempDir()))
+	cfg := newPipeline(t, "misaligned", raw, slim, uniqueName(t, "g")).with(t, `
+errors:
+  retry_topics: [{topic: %s, delay: 5s}]
+  dead_letter_topic: %s
+stores: {payloads: {type: filesystem, root: %q}}
+transforms: [{type: offload, store: payloads, threshold: 64KiB}]
+observability: {listen: "", log_format: console}
+`, retry, dead, t.TempDir()).file(t)
 
 	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()
 	if code := exitCode(err); code != 1 {
@@ -91,14 +86,10 @@ func TestCheckCreatesMissingTopicsAligned(t *testing.T) {
 	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, raw, 3, map[string]string{"max.message.bytes": "4194304"})
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  missing:
-    kafka: {bootstrap_servers: %q, producer: {message.max.bytes: 8388608}}
-    source: {topics: [%s], group: g}
-    slim_topic: %s
-    errors: {dead_letter_topic: %s}
-`, bootstrap, raw, slim, dead))
+	cfg := newPipeline(t, "missing", raw, slim, "g").with(t, `
+kafka: {producer: {message.max.bytes: 8388608}}
+errors: {dead_letter_topic: %s}
+`, dead).file(t)
 	bin := offloaderBinary(t)
 	out, err := exec.Command(bin, "check", "-c", cfg, "--create-missing").CombinedOutput()
 	if code := exitCode(err); code != 0 {

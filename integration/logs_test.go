@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -63,14 +62,9 @@ func TestTheLogIsOneJSONStream(t *testing.T) {
 func TestCheckCreatesNothingWhileTheSourceIsMissing(t *testing.T) {
 	t.Parallel()
 	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  early:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: g}
-    slim_topic: %s
-    errors: {dead_letter_topic: %s}
-`, bootstrap, raw, slim, dead))
+	cfg := newPipeline(t, "early", raw, slim, "g").with(t, `
+errors: {dead_letter_topic: %s}
+`, dead).file(t)
 	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg, "--create-missing").CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "source topic "+raw+" does not exist, so nothing was created") {
 		t.Fatalf("check --create-missing exit code %d:\n%s", code, out)

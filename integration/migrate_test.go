@@ -28,23 +28,17 @@ func migrationPipeline(t *testing.T, raw string, partitions int) (cfg, slim, roo
 	createTopic(t, slim, partitions, nil)
 	createTopic(t, dead, 1, nil)
 	root = t.TempDir()
-	cfg = writeConfig(t, fmt.Sprintf(`
-pipelines:
-  mig:
-    kafka:
-      bootstrap_servers: %q
-      consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
-      transactional_id: %s
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {max_records: 50, interval: 50ms}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    errors: {dead_letter_topic: %s}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, root, dead))
+	cfg = newPipeline(t, "mig", raw, slim, uniqueName(t, "g")).with(t, `
+kafka:
+  consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
+commit: {max_records: 50, interval: 50ms}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+errors: {dead_letter_topic: %s}
+observability: {listen: "", log_format: console}
+`, root, dead).file(t)
 	return cfg, slim, root
 }
 

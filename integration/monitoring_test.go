@@ -219,21 +219,16 @@ func liveSeries(t *testing.T) map[string]map[string]bool {
 		recs = append(recs, r)
 	}
 	produceRecords(t, raw, recs)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  watched:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    errors: {dead_letter_topic: %s}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-      - {type: route, topic: '{header:dest}'}
-    observability: {listen: "127.0.0.1:0", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, t.TempDir()))
+	cfg := newPipeline(t, "watched", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+errors: {dead_letter_topic: %s}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+  - {type: route, topic: '{header:dest}'}
+observability: {listen: "127.0.0.1:0", log_format: console}
+`, dead, t.TempDir()).file(t)
 	d := startDaemon(t, cfg)
 	base := d.metricsURL(t)
 	consumeAll(t, slim, len(recs)-1, 60*time.Second)

@@ -142,17 +142,12 @@ func TestCheckNamesTheRecordsTheOffloadStepsIfPassesBy(t *testing.T) {
 		recs = append(recs, r)
 	}
 	produceRecords(t, raw, recs)
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  gated:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB, if: {type: has_header, name: offload}}
-`, bootstrap, raw, uniqueName(t, "g"), slim, t.TempDir()))
+	cfg := newPipeline(t, "gated", raw, slim, uniqueName(t, "g")).with(t, `
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB, if: {type: has_header, name: offload}}
+`, t.TempDir()).file(t)
 	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "2 of the 10 records sampled from "+raw) ||
 		!strings.Contains(string(out), raw+"[1]@2") || !strings.Contains(string(out), raw+"[0]@4") {

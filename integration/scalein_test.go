@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -25,21 +24,16 @@ func TestScaleInWithoutAStall(t *testing.T) {
 	createTopic(t, raw, 3, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 3, nil)
 	group := uniqueName(t, "g")
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  shrinking:
-    kafka:
-      bootstrap_servers: %q
-      consumer: {session.timeout.ms: %d, heartbeat.interval.ms: 1000}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: console}
-`, bootstrap, session.Milliseconds(), raw, group, slim, t.TempDir(), adminToken))
+	cfg := newPipeline(t, "shrinking", raw, slim, group).with(t, `
+kafka:
+  consumer: {session.timeout.ms: %d, heartbeat.interval.ms: 1000}
+commit: {interval: 50ms}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: console}
+`, session.Milliseconds(), t.TempDir(), adminToken).file(t)
 	ids := []string{uniqueName(t, "tx-a"), uniqueName(t, "tx-b"), uniqueName(t, "tx-c")}
 	var ds []*daemon
 	var urls []string

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -23,23 +22,18 @@ func TestNoSecretIsPrinted(t *testing.T) {
 		"SASL password":        "SASLpass0123456789",
 		"admin token":          "ADMINtoken0123456789",
 	}
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  secrets:
-    kafka:
-      bootstrap_servers: %q
-      consumer: {sasl.username: svc, sasl.password: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    errors: {store_budget: 2s}
-    stores:
-      blob: {type: azblob, account_url: "http://127.0.0.1:1/acct", sas_token: "sv=2022-11-02&sp=racwdl&sig=%s", container: payloads, try_timeout: 500ms, max_retries: 0}
-      web: {type: http, url: "http://svc:%s@127.0.0.1:1/base", try_timeout: 500ms, max_retries: 0}
-      bucket: {type: s3, bucket: payloads, endpoint: "http://minio:%s@127.0.0.1:1", path_style: true, region: us-east-1, try_timeout: 500ms, max_attempts: 1}
-    transforms:
-      - {type: offload, store: web}
-    observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: json}
-`, bootstrap, secrets["SASL password"], raw, uniqueName(t, "g"), slim, secrets["SAS signature"], secrets["URL password"], secrets["S3 endpoint password"], secrets["admin token"]))
+	cfg := newPipeline(t, "secrets", raw, slim, uniqueName(t, "g")).with(t, `
+kafka:
+  consumer: {sasl.username: svc, sasl.password: %s}
+errors: {store_budget: 2s}
+stores:
+  blob: {type: azblob, account_url: "http://127.0.0.1:1/acct", sas_token: "sv=2022-11-02&sp=racwdl&sig=%s", container: payloads, try_timeout: 500ms, max_retries: 0}
+  web: {type: http, url: "http://svc:%s@127.0.0.1:1/base", try_timeout: 500ms, max_retries: 0}
+  bucket: {type: s3, bucket: payloads, endpoint: "http://minio:%s@127.0.0.1:1", path_style: true, region: us-east-1, try_timeout: 500ms, max_attempts: 1}
+transforms:
+  - {type: offload, store: web}
+observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: json}
+`, secrets["SASL password"], secrets["SAS signature"], secrets["URL password"], secrets["S3 endpoint password"], secrets["admin token"]).file(t)
 	outputs := map[string]string{}
 	for name, args := range map[string][]string{
 		"validate --print": {"validate", "-c", cfg, "--print"},

@@ -85,17 +85,12 @@ func TestCheckProbesEveryStore(t *testing.T) {
 		}, `fix: give store "payloads"'s credentials write access (Azure: the role Storage Blob Data Contributor`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			file := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  %s:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [%s], group: g}
-    slim_topic: %s
-    stores:
-      payloads: {type: azblob, connection_string: %q, container: %s}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-`, tc.name, bootstrap, raw, slim, tc.connStr, tc.container))
+			file := newPipeline(t, tc.name, raw, slim, "g").with(t, `
+stores:
+  payloads: {type: azblob, connection_string: %q, container: %s}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+`, tc.connStr, tc.container).file(t)
 			out, err := exec.Command(offloaderBinary(t), "check", "-c", file).CombinedOutput()
 			if code := exitCode(err); code != tc.code {
 				t.Fatalf("exit code %d, want %d:\n%s", code, tc.code, out)

@@ -48,19 +48,14 @@ func TestSourceRecordCannotChooseItsObjectKey(t *testing.T) {
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, nil)
 	root := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  trust:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB}
-    observability: {listen: "127.0.0.1:0", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, root))
+	cfg := newPipeline(t, "trust", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+observability: {listen: "127.0.0.1:0", log_format: console}
+`, root).file(t)
 	value := func(seed byte) []byte { return bytes.Repeat([]byte{seed}, 200_000) }
 	var recs []sourceRecord
 	for i := range 5 { // the victim is offset 4
@@ -126,20 +121,15 @@ func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
 	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 1, nil) // the broker's default limits, 1 MiB
 	root := t.TempDir()
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  fat:
-    kafka: {bootstrap_servers: %q, transactional_id: %s}
-    source: {topics: [%s], group: %s}
-    slim_topic: %s
-    commit: {interval: 50ms}
-    errors: {dead_letter_topic: %s}
-    stores:
-      payloads: {type: filesystem, root: %q}
-    transforms:
-      - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
-    observability: {listen: "", log_format: console}
-`, bootstrap, uniqueName(t, "tx"), raw, uniqueName(t, "g"), slim, dead, root))
+	cfg := newPipeline(t, "fat", raw, slim, uniqueName(t, "g")).with(t, `
+commit: {interval: 50ms}
+errors: {dead_letter_topic: %s}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
+observability: {listen: "", log_format: console}
+`, dead, root).file(t)
 	// check creates the dead-letter topic (the broker's default 1 MiB) and
 	// calls the layout aligned: run must then take the record, not refuse it.
 	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg, "--create-missing").CombinedOutput()
@@ -236,15 +226,10 @@ func TestCatShowsEveryRecordOfATopicWithBadPointers(t *testing.T) {
 		{key: []byte("v2"), value: good.Encode(), headers: marked("v2")},
 		{key: []byte("last"), value: []byte("last value")},
 	})
-	cfg := writeConfig(t, fmt.Sprintf(`
-pipelines:
-  p:
-    kafka: {bootstrap_servers: %q}
-    source: {topics: [unused.raw], group: g}
-    slim_topic: %s
-    stores:
-      payloads: {type: filesystem, root: %q}
-`, bootstrap, topic, root))
+	cfg := newPipeline(t, "p", "unused.raw", topic, "g").with(t, `
+stores:
+  payloads: {type: filesystem, root: %q}
+`, root).file(t)
 	run := func(args ...string) (lines []map[string]any, stderr string, code int) {
 		cmd := exec.Command(offloaderBinary(t), append([]string{"cat", "-c", cfg}, args...)...)
 		var errBuf bytes.Buffer
