@@ -34,18 +34,7 @@ import (
 // pointers whose payloads resolve to the original bytes, the small ones as
 // they were.
 func TestADaemonOffloadsABoundedRun(t *testing.T) {
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": {"max.message.bytes": "1048588"}})
-	var recs []*pipeline.Record
-	for i := range 30 {
-		size := 100
-		if i%3 == 0 {
-			size = 1_500_000 // over the slim topic's limit: offloaded
-		}
-		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{byte('a' + i%26)}, size)})
-	}
-	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	bootstrap, recs := startWithRecords(t)
 	root := t.TempDir()
 	p := loadPipeline(t, bootstrap, "", fmt.Sprintf(`
     stores:
@@ -297,6 +286,26 @@ func getStatus(t *testing.T, ctx context.Context, addr net.Addr) engine.Status {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startWithRecords starts a broker with a raw topic (4 MiB records) and a
+// slim one (the broker's 1 MiB) of 3 partitions each, and produces 30
+// records to raw, 10 per partition: those of partition 0 of 1.5 MB (over the
+// slim topic's limit), the others of 100 bytes.
+func startWithRecords(t *testing.T) (bootstrap string, recs []*pipeline.Record) {
+	t.Helper()
+	bootstrap = startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": {"max.message.bytes": "1048588"}})
+	for i := range 30 {
+		size := 100
+		if i%3 == 0 {
+			size = 1_500_000
+		}
+		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{byte('a' + i%26)}, size)})
+	}
+	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return bootstrap, recs
 }
 
 // offloadTo is an offload step to a filesystem store of its own.

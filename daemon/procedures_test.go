@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/internal/kafka"
-	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 )
@@ -24,18 +22,7 @@ import (
 // every live payload and deletes the pipeline's own orphans, and the
 // offload step's if: is sampled.
 func TestTheOperatorsProceduresReadTheCluster(t *testing.T) {
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": {"max.message.bytes": "1048588"}})
-	var recs []*pipeline.Record
-	for i := range 30 {
-		size := 100
-		if i%3 == 0 {
-			size = 1_500_000
-		}
-		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{'x'}, size)})
-	}
-	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	bootstrap, _ := startWithRecords(t)
 	root := t.TempDir()
 	p := loadPipeline(t, bootstrap, "", fmt.Sprintf(`
     stores:

@@ -71,7 +71,8 @@ func BenchmarkGC(b *testing.B) {
 stores:
   payloads: {type: http, url: %q, auth_token: %s}
 transforms:
-  - {type: offload, store: payloads}`, srv.URL, httpstoretest.Token).file(b)
+  - {type: offload, store: payloads}
+commit: {interval: 100ms}`, srv.URL, httpstoretest.Token).file(b)
 	b.ResetTimer()
 	for range b.N {
 		out, err := exec.Command(offloaderBinary(b), "gc", "-c", cfg, "--grace", "30m", "--json").Output()

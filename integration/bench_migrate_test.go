@@ -90,6 +90,7 @@ stores:
   payloads: {type: filesystem, root: %q}
 transforms:
   - {type: offload, store: payloads, threshold: auto}
+commit: {interval: 100ms}
 observability: {log_format: json}`, b.TempDir()).file(b)
 	return cfg, slim
 }

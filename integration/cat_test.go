@@ -119,7 +119,6 @@ stores:
   payloads: {type: azblob, connection_string: %q, container: %s, create_container: true}
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
-observability: {listen: "", log_format: console}
 `, connStr, container).file(t)
 	if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run --until-end: %v\n%s", err, out)

@@ -61,7 +61,6 @@ func TestChainCompressOffloadAndRehydrate(t *testing.T) {
 	produceRecords(t, raw, recs)
 
 	offload := newPipeline(t, "offload", raw, slim, group).with(t, `
-commit: {interval: 50ms}
 stores:
   %s
 transforms:
@@ -69,7 +68,6 @@ transforms:
   - {type: compress_inline, codec: zstd}
   - {type: offload, store: payloads, compression: zstd}
   - {type: insert_header, name: source-offset, from: offset}
-observability: {listen: "", log_format: console}
 `, stores).file(t)
 	d := startDaemon(t, offload)
 	got := consumeAll(t, slim, len(recs)-2, 90*time.Second)
@@ -115,12 +113,10 @@ observability: {listen: "", log_format: console}
 	rehydrate := newPipeline(t, "rehydrate", slim, fat, uniqueName(t, "g")).with(t, `
 kafka:
   producer: {message.max.bytes: 8388608}
-commit: {interval: 50ms}
 stores:
   %s
 transforms:
   - {type: rehydrate, max_size: 4MiB}
-observability: {listen: "", log_format: console}
 `, stores).file(t)
 	d = startDaemon(t, rehydrate)
 	back := consumeAll(t, fat, len(got), 90*time.Second)

@@ -119,7 +119,6 @@ func TestConsumersResolveByteForByte(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 	cfg := newPipeline(t, "readers", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 stores:
   blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
   disk: {type: filesystem, root: %q}
@@ -128,7 +127,6 @@ transforms:
   - {type: offload, store: blob, threshold: 64KiB, if: {type: has_header, name: to, value: blob}}
   - {type: offload, store: bucket, threshold: 64KiB, if: {type: has_header, name: to, value: s3}}
   - {type: offload, store: disk, threshold: 64KiB, compression: gzip}
-observability: {listen: "", log_format: console}
 `, container, azureConnStr, root, bucket, s3Endpoint).file(t)
 	d := startDaemon(t, cfg)
 	got := consumeAll(t, slim, len(recs), 90*time.Second)

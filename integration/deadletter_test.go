@@ -42,16 +42,7 @@ func TestPoisonRecordsGoToTheDeadLetterTopic(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 
-	cfg := newPipeline(t, "poison", raw, slim, group).with(t, `
-commit: {interval: 50ms}
-errors: {dead_letter_topic: %s}
-stores:
-  payloads: {type: filesystem, root: %q}
-transforms:
-  - {type: offload, store: payloads, threshold: 64KiB}
-  - {type: route, topic: '{header:dest}'}
-observability: {listen: "", log_format: console}
-`, dead, root).file(t)
+	cfg := routingPipeline(t, "poison", raw, slim, group, dead, root).file(t)
 	d := startDaemon(t, cfg)
 	good := consumeAll(t, slim, len(recs)-len(poison), 90*time.Second)
 	dead1 := consumeAll(t, dead, len(poison), 30*time.Second)
@@ -99,4 +90,17 @@ observability: {listen: "", log_format: console}
 			t.Errorf("record %d: pointer %v; only the 500,000-byte poison record is over the dead-letter limit", i, isPtr)
 		}
 	}
+}
+
+// routingPipeline is a pipeline (newPipeline) that offloads values over
+// 64 KiB to a filesystem store at root and sends each record to the topic its
+// dest header names: a record without one fails, to the dead-letter topic.
+func routingPipeline(t *testing.T, name, raw, slim, group, dead, root string) *pipelineSpec {
+	return newPipeline(t, name, raw, slim, group).with(t, `
+errors: {dead_letter_topic: %s}
+stores:
+  payloads: {type: filesystem, root: %q}
+transforms:
+  - {type: offload, store: payloads, threshold: 64KiB}
+  - {type: route, topic: '{header:dest}'}`, dead, root)
 }

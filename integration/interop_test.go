@@ -146,12 +146,10 @@ func TestJavaReadsWhatTheDaemonWrites(t *testing.T) {
 	recs := numberedRecords(40, 2, 4, 300<<10, 2000)
 	produceRecords(t, raw, recs)
 	cfg := newPipeline(t, "tojava", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 stores:
   blob: {type: azblob, container: %s, create_container: true, connection_string: %q}
 transforms:
   - {type: offload, store: blob, threshold: 64KiB, compression: zstd}
-observability: {listen: "", log_format: console}
 `, container, azureConnStr).file(t)
 	d := startDaemon(t, cfg)
 	consumeAll(t, slim, len(recs), 60*time.Second)
@@ -247,12 +245,10 @@ func TestJavaReadsGoSerializerPointersThroughTheDaemon(t *testing.T) {
 	}
 	produceRecords(t, raw, sent)
 	cfg := newPipeline(t, "gotojava", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 stores:
   blob: {type: azblob, container: %s, connection_string: %q}
 transforms:
   - {type: offload, store: blob, threshold: 64KiB}
-observability: {listen: "", log_format: console}
 `, container, azureConnStr).file(t)
 	d := startDaemon(t, cfg)
 	slimMsgs := consumeAll(t, slim, len(recs), 60*time.Second)

@@ -61,13 +61,11 @@ func TestSizeLadder(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 	cfg := newPipeline(t, "ladder", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 errors: {dead_letter_topic: %s}
 stores: {payloads: {type: filesystem, root: %q}}
 transforms:
   - {type: compress_inline, codec: zstd}
   - {type: offload, store: payloads}
-observability: {listen: "", log_format: console}
 `, dead, root).file(t)
 	d := startDaemon(t, cfg)
 	got := consumeAll(t, slim, len(ladder)-1, 90*time.Second)

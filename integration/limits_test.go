@@ -29,7 +29,6 @@ errors:
   dead_letter_topic: %s
 stores: {payloads: {type: filesystem, root: %q}}
 transforms: [{type: offload, store: payloads, threshold: 64KiB}]
-observability: {listen: "", log_format: console}
 `, retry, dead, t.TempDir()).file(t)
 
 	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()

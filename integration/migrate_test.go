@@ -37,7 +37,6 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 errors: {dead_letter_topic: %s}
-observability: {listen: "", log_format: console}
 `, root, dead).file(t)
 	return cfg, slim, root
 }

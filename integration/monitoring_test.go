@@ -219,16 +219,8 @@ func liveSeries(t *testing.T) map[string]map[string]bool {
 		recs = append(recs, r)
 	}
 	produceRecords(t, raw, recs)
-	cfg := newPipeline(t, "watched", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
-errors: {dead_letter_topic: %s}
-stores:
-  payloads: {type: filesystem, root: %q}
-transforms:
-  - {type: offload, store: payloads, threshold: 64KiB}
-  - {type: route, topic: '{header:dest}'}
-observability: {listen: "127.0.0.1:0", log_format: console}
-`, dead, t.TempDir()).file(t)
+	cfg := routingPipeline(t, "watched", raw, slim, uniqueName(t, "g"), dead, t.TempDir()).
+		with(t, `observability: {listen: "127.0.0.1:0"}`).file(t)
 	d := startDaemon(t, cfg)
 	base := d.metricsURL(t)
 	consumeAll(t, slim, len(recs)-1, 60*time.Second)

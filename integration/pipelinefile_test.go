@@ -13,6 +13,8 @@ import (
 // build theirs: what every test's pipeline shares (the broker, a
 // transactional id of its own, its topics and group, no admin listener), and
 // the test's own settings, YAML at the pipeline's level, merged over it.
+// It commits every 50 ms and logs in the console format unless the test's
+// settings say otherwise.
 type pipelineSpec struct {
 	name     string
 	group    string
@@ -31,7 +33,8 @@ func newPipeline(t testing.TB, name, source, slim, group string) *pipelineSpec {
 kafka: {bootstrap_servers: %q, transactional_id: %s}
 source: {topics: [%s], group: %s}
 slim_topic: %s
-observability: {listen: ""}`, bootstrap, uniqueName(t, "tx"), source, group, slim)
+commit: {interval: 50ms}
+observability: {listen: "", log_format: console}`, bootstrap, uniqueName(t, "tx"), source, group, slim)
 }
 
 // with merges settings (YAML at the pipeline's level, formatted with args)

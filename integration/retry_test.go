@@ -58,13 +58,11 @@ func TestRetryTopicsThenDeadLetter(t *testing.T) {
 	produceRecords(t, raw, recs)
 
 	cfg := newPipeline(t, "retrying", raw, slim, group).with(t, `
-commit: {interval: 50ms}
 errors:
   retry_topics: [{topic: %s, delay: 5s}, {topic: %s, delay: 2s}]
   dead_letter_topic: %s
 stores: {payloads: {type: filesystem, root: %q}}
 transforms: [{type: rehydrate, max_size: 512KiB}]
-observability: {listen: "", log_format: console}
 `, retry1, retry2, dead, root).file(t)
 	started := time.Now()
 	d := startDaemon(t, cfg)
@@ -169,11 +167,9 @@ func TestBlockingRetriesKeepOrder(t *testing.T) {
 	}
 	produceRecords(t, raw, recs)
 	cfg := newPipeline(t, "blocking", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 errors: {mode: blocking, retry_delays: [2s, 2s], dead_letter_topic: %s}
 stores: {payloads: {type: filesystem, root: %q}}
 transforms: [{type: rehydrate, max_size: 512KiB}]
-observability: {listen: "", log_format: console}
 `, dead, root).file(t)
 	d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	// Record 3 failed and its batch was read again after the delay: it is
@@ -231,7 +227,6 @@ func TestStoreOutageToRetryTopic(t *testing.T) {
 	createTopic(t, dead, 1, nil)
 	container := uniqueName(t, "c")
 	cfg := newPipeline(t, "outage", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 errors:
   store_budget: 2s
   on_store_outage: retry_topic
@@ -240,7 +235,6 @@ errors:
 stores:
   payloads: {type: azblob, container: %s, create_container: true, connection_string: %q, max_retries: 1, try_timeout: 1s, retry_delay: 100ms}
 transforms: [{type: offload, store: payloads, threshold: 64KiB}]
-observability: {listen: "", log_format: console}
 `, retry1, dead, container, azure).file(t)
 	d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitReady(t, d.metricsURL(t), 60*time.Second)

@@ -27,7 +27,6 @@ func TestScaleInWithoutAStall(t *testing.T) {
 	cfg := newPipeline(t, "shrinking", raw, slim, group).with(t, `
 kafka:
   consumer: {session.timeout.ms: %d, heartbeat.interval.ms: 1000}
-commit: {interval: 50ms}
 stores:
   payloads: {type: filesystem, root: %q}
 transforms:

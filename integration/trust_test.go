@@ -49,7 +49,6 @@ func TestSourceRecordCannotChooseItsObjectKey(t *testing.T) {
 	createTopic(t, slim, 1, nil)
 	root := t.TempDir()
 	cfg := newPipeline(t, "trust", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 stores:
   payloads: {type: filesystem, root: %q}
 transforms:
@@ -122,13 +121,11 @@ func TestRecordWithAFatKeyReachesTheDeadLetterTopicWhole(t *testing.T) {
 	createTopic(t, slim, 1, nil) // the broker's default limits, 1 MiB
 	root := t.TempDir()
 	cfg := newPipeline(t, "fat", raw, slim, uniqueName(t, "g")).with(t, `
-commit: {interval: 50ms}
 errors: {dead_letter_topic: %s}
 stores:
   payloads: {type: filesystem, root: %q}
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB, compression: zstd}
-observability: {listen: "", log_format: console}
 `, dead, root).file(t)
 	// check creates the dead-letter topic (the broker's default 1 MiB) and
 	// calls the layout aligned: run must then take the record, not refuse it.
