@@ -40,4 +40,4 @@ EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["/usr/local/bin/offloader", "status", "--healthz", "--url", "http://127.0.0.1:9464", "--timeout", "4s"]
 ENTRYPOINT ["/usr/local/bin/offloader"]
-CMD ["run", "-c", "/etc/offloader/pipelines.yaml", "--listen", "0.0.0.0:9464"]
+CMD ["run", "-F", "/etc/offloader/pipelines.yaml", "--listen", "0.0.0.0:9464"]

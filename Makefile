@@ -25,7 +25,7 @@ build:
 ## (built too: the getting-started guide goes on with it).
 demo: build
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -tags demo -o bin/offloader-demo ./cmd/offloader
-	bin/offloader-demo demo $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DEMO_FLAGS)
+	bin/offloader-demo demo $(if $(BOOTSTRAP),--brokers $(BOOTSTRAP)) $(DEMO_FLAGS)
 
 ## bench: throughput of the pipeline beside a plain copy loop on the real local
 ## broker, and the daemon's peak RSS (docs/benchmarks.md has figures).

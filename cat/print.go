@@ -48,14 +48,18 @@ type Printer interface {
 }
 
 // NewPrinter prints to out with the kcat format string fmtString, or, without
-// one, as format says: "raw" (values alone), else JSON lines.
+// one, as format says: "raw" (values alone), "kcat-json" (kcat -J's
+// envelope), else JSON lines.
 func NewPrinter(format, fmtString string, out io.Writer) (Printer, error) {
 	if fmtString != "" {
 		tokens, err := parseFormat(fmtString)
 		return &formatPrinter{out: out, tokens: tokens}, err
 	}
-	if format == "raw" {
+	switch format {
+	case "raw":
 		return &rawPrinter{out: out}, nil
+	case "kcat-json":
+		return newKcatPrinter(out), nil
 	}
 	return &jsonPrinter{enc: json.NewEncoder(out)}, nil
 }

@@ -256,7 +256,7 @@ func checkLimits(p *config.Pipeline, f *limits.Figures, logger *zap.Logger) erro
 		for _, pr := range problems {
 			fmt.Fprintf(&b, "\n  - %s\n    fix: %s", pr.What, pr.Fix)
 		}
-		return fmt.Errorf("the topics' size limits are not aligned (offloader check -c FILE prints the whole table; limits: warn starts anyway):%s", b.String())
+		return fmt.Errorf("the topics' size limits are not aligned (offloader check -F FILE prints the whole table; limits: warn starts anyway):%s", b.String())
 	}
 	for _, pr := range problems {
 		logger.Warn("size limits not aligned", zap.String("problem", pr.What), zap.String("fix", pr.Fix))

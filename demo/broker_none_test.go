@@ -11,7 +11,7 @@ import (
 // get one.
 func TestTheDemoNeedsABroker(t *testing.T) {
 	_, _, err := startDemoBroker()
-	if err == nil || !strings.Contains(err.Error(), "give --bootstrap HOST:PORT") {
+	if err == nil || !strings.Contains(err.Error(), "give --brokers HOST:PORT") {
 		t.Errorf("%v", err)
 	}
 }

@@ -92,6 +92,9 @@ type Options struct {
 	Environ []string
 	// Version and Commit are the build's, for the pipeline's log.
 	Version, Commit string
+	// Binary is the daemon's command, in the commands the report suggests
+	// (default offloader).
+	Binary string
 }
 
 // Run produces the mix to a raw topic, runs the pipeline until the slim
@@ -189,7 +192,11 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": store}})
 	defer res.Close()
-	return demoReport(out, recs, got, res, rawBytes, elapsed, file, o.Bootstrap == "")
+	binary := o.Binary
+	if binary == "" {
+		binary = "offloader"
+	}
+	return demoReport(out, recs, got, res, rawBytes, elapsed, file, binary, o.Bootstrap == "")
 }
 
 func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
@@ -222,12 +229,12 @@ func demoPipelineFile(dir, bootstrap, raw, slim, group, runID string, inProcess 
 	if err := os.RemoveAll(filepath.Join(dir, "payloads")); err != nil {
 		return "", fmt.Errorf("removing the previous demo's payloads: %w", err)
 	}
-	note := "# Its topics stay on " + bootstrap + ": offloader run -c " + filepath.Join(dir, "pipeline.yaml") + " runs it again.\n"
+	note := "# Its topics stay on " + bootstrap + ": offloader run -F " + filepath.Join(dir, "pipeline.yaml") + " runs it again.\n"
 	if inProcess {
 		note = "# It ran against the demo's in-process broker, which is gone: offloader demo\n" +
-			"# --bootstrap HOST:PORT writes one for a broker that stays.\n"
+			"# --brokers HOST:PORT writes one for a broker that stays.\n"
 	}
-	body := note + fmt.Sprintf(`# Written by offloader demo. Try: offloader validate -c %[1]s --print
+	body := note + fmt.Sprintf(`# Written by offloader demo. Try: offloader validate -F %[1]s --print
 pipelines:
   demo:
     kafka:

@@ -15,7 +15,7 @@ import (
 
 // demoReport checks that every record arrived once, in order, resolving to its
 // original bytes, and prints what happened.
-func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration, next string, inProcess bool) error {
+func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *resolver.Resolver, rawBytes int64, elapsed time.Duration, next, binary string, inProcess bool) error {
 	byKey := make(map[string]int, len(recs))
 	for i, r := range recs {
 		byKey[r.key] = i
@@ -87,17 +87,17 @@ func demoReport(out io.Writer, recs []demoRecord, got []*pipeline.Record, res *r
 		return fmt.Errorf("%d problems in the round trip (first ones above)", len(problems))
 	}
 	fmt.Fprintf(out, "\nround trip  %d of %d records arrived once, in partition order; every value (pointers resolved) matches its SHA-256\n", len(got), len(recs))
-	fmt.Fprintf(out, "\nnext        offloader validate -c %s --print\n"+
-		"              the pipeline this demo ran, every default filled in\n", next)
+	fmt.Fprintf(out, "\nnext        %s validate -F %s --print\n"+
+		"              the pipeline this demo ran, every default filled in\n", binary, next)
 	if inProcess {
-		fmt.Fprintf(out, "            offloader demo --bootstrap 127.0.0.1:19092\n"+
+		fmt.Fprintf(out, "            %s demo --brokers 127.0.0.1:19092\n"+
 			"              the same against a broker that stays (scripts/services.sh start runs one here);\n"+
-			"              the in-process broker of this run is gone, and the file's topics with it\n")
+			"              the in-process broker of this run is gone, and the file's topics with it\n", binary)
 	} else {
-		fmt.Fprintf(out, "            offloader cat -F %s -o -2 --meta\n"+
+		fmt.Fprintf(out, "            %[1]s cat -F %[2]s -o -2 --meta\n"+
 			"              the slim topic's last records per partition, pointers shown, nothing fetched\n"+
-			"            offloader run -c %[1]s\n"+
-			"              runs the pipeline again on this broker: records you add to the raw topic flow through\n", next)
+			"            %[1]s run -F %[2]s\n"+
+			"              runs the pipeline again on this broker: records you add to the raw topic flow through\n", binary, next)
 	}
 	fmt.Fprintf(out, "            docs/getting-started.md\n"+
 		"              from here to your own topic pair\n")

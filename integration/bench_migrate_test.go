@@ -39,13 +39,13 @@ func BenchmarkMigration(b *testing.B) {
 		cfg, slim := migrationBenchPipeline(b, raw)
 		topics = append(topics, slim)
 		started = time.Now()
-		out, err = exec.Command(offloaderBinary(b), "migrate", "-c", cfg, "--no-verify").CombinedOutput()
+		out, err = exec.Command(offloaderBinary(b), "migrate", "-F", cfg, "--no-verify").CombinedOutput()
 		if err != nil {
 			b.Fatalf("migrate: %v\n%s", err, out)
 		}
 		migrate := time.Since(started)
 		started = time.Now()
-		if out, err := exec.Command(offloaderBinary(b), "migrate", "verify", "-c", cfg).CombinedOutput(); err != nil {
+		if out, err := exec.Command(offloaderBinary(b), "migrate", "verify", "-F", cfg).CombinedOutput(); err != nil {
 			b.Fatalf("verify: %v\n%s", err, out)
 		}
 		verify := time.Since(started)
@@ -58,7 +58,7 @@ func BenchmarkMigration(b *testing.B) {
 		cfg2, slim2 := migrationBenchPipeline(b, limited)
 		topics = append(topics, slim2)
 		const mbps = 60.0
-		out, err = exec.Command(offloaderBinary(b), "migrate", "-c", cfg2, "--no-verify", "--max-mb-per-s", strconv.Itoa(int(mbps))).CombinedOutput()
+		out, err = exec.Command(offloaderBinary(b), "migrate", "-F", cfg2, "--no-verify", "--max-mb-per-s", strconv.Itoa(int(mbps))).CombinedOutput()
 		if err != nil {
 			b.Fatalf("rate-limited migrate: %v\n%s", err, out)
 		}

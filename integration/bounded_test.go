@@ -32,7 +32,7 @@ func TestRunUntilEndStopsAtTheEndOffsets(t *testing.T) {
 	if err := os.WriteFile(pauseFile, []byte("until the test produces more\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	first := startOffloader(t, []string{"run", "-c", cfg, "--until-end", "--listen", "127.0.0.1:0"}, "OFFLOADER_OBSERVABILITY__PAUSE_FILE="+pauseFile)
+	first := startOffloader(t, []string{"run", "-F", cfg, "--until-end", "--listen", "127.0.0.1:0"}, "OFFLOADER_OBSERVABILITY__PAUSE_FILE="+pauseFile)
 	base := first.metricsURL(t)
 	waitForStatus(t, base, "the run paused", func(st admin.Status) bool { return st.Paused != nil }, 60*time.Second)
 	produceRecords(t, raw, recs[2000:]) // after the end offsets were read
@@ -69,7 +69,7 @@ func TestRunUntilEndStopsAtTheEndOffsets(t *testing.T) {
 		t.Errorf("the group committed %d offsets after the first run, want 2000", got)
 	}
 
-	second := startOffloader(t, []string{"run", "-c", cfg, "--until-end"})
+	second := startOffloader(t, []string{"run", "-F", cfg, "--until-end"})
 	if code := second.waitExit(t, 120*time.Second); code != 0 {
 		t.Fatalf("second bounded run exit code %d, want 0", code)
 	}

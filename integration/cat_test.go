@@ -120,7 +120,7 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 `, connStr, container).file(t)
-	if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run --until-end: %v\n%s", err, out)
 	}
 	store := "payloads=azblob:" + connStr + "|" + container

@@ -177,7 +177,7 @@ transforms:
 	check("Go resolver", goLines)
 
 	// 2. offloader cat.
-	out, err := exec.Command(offloaderBinary(t), "cat", "-c", cfg).Output()
+	out, err := exec.Command(offloaderBinary(t), "cat", "-F", cfg).Output()
 	if err != nil {
 		t.Fatalf("offloader cat: %v", err)
 	}
@@ -207,7 +207,7 @@ transforms:
 		catLines = append(catLines, l)
 	}
 	check("offloader cat", catLines)
-	out, err = exec.Command(offloaderBinary(t), "cat", "-c", cfg, "--from", "offset:10", "--count", "4").Output()
+	out, err = exec.Command(offloaderBinary(t), "cat", "-F", cfg, "-o", "offset:10", "--count", "4").Output()
 	if err != nil {
 		t.Fatalf("offloader cat --from offset:10: %v", err)
 	}
@@ -215,7 +215,7 @@ transforms:
 		t.Errorf("--from offset:10 --count 4 printed %d lines, first %q", len(lines), lines[0])
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	if out, err := exec.Command(offloaderBinary(t), "cat", "-c", cfg, "--from", "time:"+future).Output(); err != nil || len(out) != 0 {
+	if out, err := exec.Command(offloaderBinary(t), "cat", "-F", cfg, "-o", "time:"+future).Output(); err != nil || len(out) != 0 {
 		t.Errorf("--from a future time: %v, %d bytes printed", err, len(out))
 	}
 

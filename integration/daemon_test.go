@@ -74,7 +74,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func startDaemon(t testing.TB, configFile string, env ...string) *daemon {
 	t.Helper()
-	return startOffloader(t, []string{"run", "-c", configFile}, env...)
+	return startOffloader(t, []string{"run", "-F", configFile}, env...)
 }
 
 // startOffloader starts the offloader binary with args and env.
@@ -513,7 +513,7 @@ func assertEachOnce(t testing.TB, got []*kafka.Message, n int, check func(i int,
 func TestDemoAgainstTheRealBroker(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out, err := exec.Command(offloaderBinary(t), "demo", "--bootstrap", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("offloader demo: %v\n%s", err, out)
 	}

@@ -229,7 +229,7 @@ func TestTheStatefulSetsPodsShareThePartitions(t *testing.T) {
 	createTopic(t, prefix+".raw", 3, map[string]string{"max.message.bytes": "8388608"})
 	secret := []string{"KAFKA_BOOTSTRAP_SERVERS=" + bootstrap, "AZURE_STORAGE_CONNECTION_STRING=" + azureConnStr,
 		"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}
-	check := exec.Command(offloaderBinary(t), "check", "-c", file, "--create-missing")
+	check := exec.Command(offloaderBinary(t), "check", "-F", file, "--create-missing")
 	check.Env = append(check.Environ(), secret...)
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("check --create-missing (step 5 of the guide): %v\n%s", err, out)

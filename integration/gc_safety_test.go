@@ -212,7 +212,7 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 	if s := rep.Sweeps[0]; s.Deleted.Objects != 1 || s.Deleted.Examples[0] != "gcopen/orphan" || s.Uncommitted.Objects != 51 {
 		t.Errorf("sweep: deleted %+v, uncommitted %d; want the orphan deleted and 51 kept", s.Deleted, s.Uncommitted.Objects)
 	}
-	out, err := exec.Command(offloaderBinary(t), "gc", "-c", w.cfg, "--grace", gcGrace.String(), "--dry-run").CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "gc", "-F", w.cfg, "--grace", gcGrace.String(), "--dry-run").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "waiting on a transaction open on "+w.slim+"[0] from offset 0 (high watermark 52)") ||
 		!strings.Contains(string(out), "describe-producers --topic "+w.slim+" --partition 0") {
 		t.Errorf("gc's summary does not name the open transaction (%v):\n%s", err, out)
@@ -244,7 +244,7 @@ func TestGCKeepsAnotherPipelinesPayloadsOfTheSameName(t *testing.T) {
 			recs = append(recs, sourceRecord{key: fmt.Appendf(nil, "%d", i), value: bytes.Repeat([]byte{byte(i)}, 100<<10)})
 		}
 		produceRecords(t, tm.raw, recs)
-		if out, err := exec.Command(offloaderBinary(t), "run", "-c", tm.cfg, "--until-end").CombinedOutput(); err != nil {
+		if out, err := exec.Command(offloaderBinary(t), "run", "-F", tm.cfg, "--until-end").CombinedOutput(); err != nil {
 			t.Fatalf("run: %v\n%s", err, out)
 		}
 		teams = append(teams, tm)
@@ -314,7 +314,7 @@ func TestGCKeepsKeysAListingShouldNotHaveReturned(t *testing.T) {
 			t.Errorf("%s: %v, want it kept", key, err)
 		}
 	}
-	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "the listing returned a key outside the prefix asked for") {
 		t.Errorf("check passed a listing that ignores its prefix (%v):\n%s", err, out)
 	}
@@ -336,7 +336,7 @@ func TestMalformedPointersAreDeadLettered(t *testing.T) {
 		{key: []byte("2"), value: forged.Encode(), headers: marked},
 		{key: []byte("3"), value: bytes.Repeat([]byte("b"), 100<<10)},
 	})
-	if out, err := exec.Command(offloaderBinary(t), "run", "-c", w.cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	dead := readToEnd(t, w.dead)
@@ -385,7 +385,7 @@ func TestGCKeepsPayloadsOfPointersOnTheRawTopicAndInsideWholeRecords(t *testing.
 	}
 	bigKey := bytes.Repeat([]byte("k"), 2<<20)
 	produceRecords(t, w.raw, []sourceRecord{{key: bigKey, value: first.Value, headers: kafkaHeaders(first.Headers)}})
-	if out, err := exec.Command(offloaderBinary(t), "run", "-c", w.cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	// Record 1: a pointer the daemon has not read yet.

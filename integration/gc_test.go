@@ -59,7 +59,7 @@ type gcReport struct {
 // runGC runs offloader gc --json with args and returns its exit code and report.
 func runGC(t *testing.T, cfg string, args ...string) (int, gcReport, string) {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-c", cfg, "--json"}, args...)...)
+	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--json"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -216,7 +216,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			produceRecords(t, raw, append(recs, sourceRecord{key: big, value: bytes.Repeat([]byte{'v'}, 100<<10)}))
 			cfg := gcPipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "", "    errors: {dead_letter_topic: "+dead+", store_budget: 2s}")
 			writer := stores.Metadata{stores.MetaWriter: "gc@" + slim}
-			if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
+			if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
 			}
 			prefix := "gc/" + raw + "/"

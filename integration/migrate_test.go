@@ -81,7 +81,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 	cfg, slim, root := migrationPipeline(t, raw, 6)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	for round := range 3 {
-		d := startOffloader(t, []string{"migrate", "-c", cfg})
+		d := startOffloader(t, []string{"migrate", "-F", cfg})
 		waitForObjects(t, root, 20*(round+1))
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		d.kill9()
@@ -89,7 +89,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 	if n := len(consumeAll(t, slim, len(recs), 3*time.Second)); n >= len(recs) {
 		t.Fatalf("the kills came after the migration was done (%d records); the test proves nothing", n)
 	}
-	out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the last migrate: %v\n%s", err, out)
 	}
@@ -111,7 +111,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 		}
 	})
 	// Running it again finds nothing to do, and parity still holds.
-	out, err = exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput()
+	out, err = exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 records committed; every assigned partition reached its end offset") ||
 		!strings.Contains(string(out), "parity OK") {
 		t.Errorf("migrate after the end: %v\n%s", err, out)
@@ -128,7 +128,7 @@ func TestParityCatchesPlantedFaults(t *testing.T) {
 	recs := historyRecords(60, 2)
 	produceRecords(t, raw, recs)
 	cfg, slim, root := migrationPipeline(t, raw, 2)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
+	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	// A payload altered, its size kept: only --deep can tell.
@@ -146,7 +146,7 @@ func TestParityCatchesPlantedFaults(t *testing.T) {
 	b[len(b)/2] ^= 0xff
 	os.WriteFile(altered, b, 0o640)
 	verify := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "verify", "-c", cfg}, args...)...).CombinedOutput()
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "verify", "-F", cfg}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	if code, out := verify(); code != 0 {
@@ -257,11 +257,11 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 	recs := historyRecords(80, 2) // 40 per partition
 	produceRecords(t, raw, recs)
 	cfg, slim, _ := migrationPipeline(t, raw, 2)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg, "--no-verify").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg, "--no-verify").CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	translate := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-c", cfg}, args...)...).CombinedOutput()
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, tc := range []struct {

@@ -33,12 +33,12 @@ func TestParityAgreesWithAnIndependentCheckAndCatchesASwap(t *testing.T) {
 	recs = append(recs, historyRecords(6, partitions)...)
 	produceRecords(t, raw, recs)
 	cfg, slim, _ := migrationPipeline(t, raw, partitions)
-	out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	verify := func(cfg string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-c", cfg).CombinedOutput()
+		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-F", cfg).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	code, table := verify(cfg)

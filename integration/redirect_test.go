@@ -37,7 +37,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 			produceRecords(t, raw, recs[:10])
 
 			srv.RedirectPuts(code)
-			out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput()
+			out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput()
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "does not keep what it is given") ||
 				!strings.Contains(string(out), "follows no redirect") {
 				t.Fatalf("run on a redirecting store: %v\n%s\nwant exit 1, the probe's failure named", err, out)

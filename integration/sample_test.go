@@ -148,15 +148,15 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB, if: {type: has_header, name: offload}}
 `, t.TempDir()).file(t)
-	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "2 of the 10 records sampled from "+raw) ||
 		!strings.Contains(string(out), raw+"[1]@2") || !strings.Contains(string(out), raw+"[0]@4") {
 		t.Errorf("check: exit %d, want 1 naming %s[1]@2 and %s[0]@4 (records 5 and 8)\n%s", exitCode(err), raw, raw, out)
 	}
-	if out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg, "--sample", "0").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--sample", "0").CombinedOutput(); err != nil {
 		t.Errorf("check --sample 0 (the if: not tried): %v\n%s", err, out)
 	}
-	out, err = exec.Command(offloaderBinary(t), "analyze", "-c", cfg, "--json").Output()
+	out, err = exec.Command(offloaderBinary(t), "analyze", "-F", cfg, "--json").Output()
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}

@@ -36,9 +36,9 @@ observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: json}
 `, secrets["SASL password"], secrets["SAS signature"], secrets["URL password"], secrets["S3 endpoint password"], secrets["admin token"]).file(t)
 	outputs := map[string]string{}
 	for name, args := range map[string][]string{
-		"validate --print": {"validate", "-c", cfg, "--print"},
-		"check":            {"check", "-c", cfg},
-		"run":              {"run", "-c", cfg, "--until-end"},
+		"validate --print": {"validate", "-F", cfg, "--print"},
+		"check":            {"check", "-F", cfg},
+		"run":              {"run", "-F", cfg, "--until-end"},
 		"status":           {"status", "--url", "http://127.0.0.1:1", "--token", secrets["admin token"]},
 	} {
 		out, _ := exec.Command(offloaderBinary(t), args...).CombinedOutput()

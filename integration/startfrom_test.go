@@ -30,7 +30,7 @@ func TestANewGroupStartsWhereStartFromSays(t *testing.T) {
 	}
 	bounded := func(name, startFrom string, want int) {
 		slim, cfg := pipeline(name)
-		d := startOffloader(t, []string{"run", "-c", cfg, "--until-end"}, "OFFLOADER_SOURCE__START_FROM="+startFrom)
+		d := startOffloader(t, []string{"run", "-F", cfg, "--until-end"}, "OFFLOADER_SOURCE__START_FROM="+startFrom)
 		if code := d.waitExit(t, 60*time.Second); code != 0 {
 			t.Fatalf("start_from %s: exit code %d", startFrom, code)
 		}

@@ -91,7 +91,7 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 `, tc.connStr, tc.container).file(t)
-			out, err := exec.Command(offloaderBinary(t), "check", "-c", file).CombinedOutput()
+			out, err := exec.Command(offloaderBinary(t), "check", "-F", file).CombinedOutput()
 			if code := exitCode(err); code != tc.code {
 				t.Fatalf("exit code %d, want %d:\n%s", code, tc.code, out)
 			}

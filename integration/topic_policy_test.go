@@ -21,7 +21,7 @@ func TestTopicPolicyFollowsACompactedSource(t *testing.T) {
 	createTopic(t, raw, 2, map[string]string{"cleanup.policy": "compact", "max.message.bytes": "8388608"})
 	storeYAML := "      payloads: {type: filesystem, root: " + t.TempDir() + "}"
 	cfg := pipelineFile(t, "compacted", raw, slim, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
-	if out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg, "--create-missing").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput(); err != nil {
 		t.Fatalf("check --create-missing: %v\n%s", err, out)
 	}
 	for _, topic := range []string{slim, dead} {
@@ -34,7 +34,7 @@ func TestTopicPolicyFollowsACompactedSource(t *testing.T) {
 	byHand := uniqueName(t, "slim")
 	createTopic(t, byHand, 2, map[string]string{"cleanup.policy": "delete", "retention.ms": "604800000"})
 	cfg = pipelineFile(t, "compacted", raw, byHand, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
-	out, err := exec.Command(offloaderBinary(t), "check", "-c", cfg).CombinedOutput()
+	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "slim topic "+byHand+" would lose what source topic "+raw+" keeps: it is not compacted") ||
 		!strings.Contains(string(out), "--add-config 'cleanup.policy=compact") {
 		t.Errorf("check on a slim topic that deletes what the source compacts: exit %d\n%s", exitCode(err), out)

@@ -35,14 +35,14 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	recs := historyRecords(60, 1)
 	produceRecords(t, raw, recs[:30])
 	cfg, slim, _ := migrationPipeline(t, raw, 1)
-	if out, err := exec.Command(offloaderBinary(t), "run", "-c", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	produceRecords(t, raw, recs[30:])
 	group := uniqueName(t, "app")
 	consumeGroup(t, group, raw, 1, 50) // the application read 50; the pipeline copied 30
 	translate := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-c", cfg, "--group", group}, args...)...).CombinedOutput()
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, args := range [][]string{{"--dry-run", "--execute"}, {"--dry-run=false"}} {
@@ -147,7 +147,7 @@ func TestParityPassesAPassThroughPointer(t *testing.T) {
 	recs := historyRecords(20, 1)
 	recs = append(recs, sourceRecord{key: rec.Key, value: rec.Value, headers: kafkaHeaders(rec.Headers)})
 	produceRecords(t, raw, recs)
-	for _, args := range [][]string{{"migrate", "-c", cfg}, {"migrate", "verify", "-c", cfg, "--deep"}} {
+	for _, args := range [][]string{{"migrate", "-F", cfg}, {"migrate", "verify", "-F", cfg, "--deep"}} {
 		out, err := exec.Command(offloaderBinary(t), args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "parity OK") {
 			t.Errorf("%v: %v\n%s", args, err, out)
@@ -166,11 +166,11 @@ func TestVerifyDeepChecksDeadLetteredPayloads(t *testing.T) {
 	recs := historyRecords(10, 1)
 	recs = append(recs, sourceRecord{key: bytes.Repeat([]byte("k"), 2<<20), value: []byte("v")})
 	produceRecords(t, raw, recs)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-c", cfg).CombinedOutput(); err != nil {
+	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	verify := func() (int, string) {
-		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-c", cfg, "--deep").CombinedOutput()
+		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-F", cfg, "--deep").CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	if code, out := verify(); code != 0 {

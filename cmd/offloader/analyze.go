@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
@@ -50,128 +52,106 @@ What to read: -p N (repeatable; default every partition), -o START
 (beginning, end, N, -N or @TIME as for cat), --to END (an offset, or @TIME:
 stop each partition there), --sample N (the last N records of each
 partition: quick on a large topic).`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("analyze"))
-			var file, name, bootstrap, topic, from, to, threshold string
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
+			var bootstrap, topic, from, to, threshold string
 			var sample, top int
 			var asJSON bool
 			props := map[string]string{}
 			var parts []int32
-			var count countOrFile
-			fs.StringVar(&file, "F", "", "pipeline `FILE` (YAML)")
-			fs.Var(&count, "c", "the pipeline `FILE`, as for the other commands")
-			fs.StringVar(&name, "pipeline", "", "pipeline `NAME`; optional when the file defines one")
-			fs.StringVar(&bootstrap, "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
-			fs.StringVar(&topic, "t", "", "`TOPIC` to analyze (default: the pipeline's source topic)")
-			fs.Func("X", "librdkafka consumer `PROP=VALUE`, repeatable", func(s string) error {
-				k, v, ok := strings.Cut(s, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("want PROP=VALUE, got %q", s)
-				}
-				props[k] = v
-				return nil
-			})
-			fs.Func("p", "only partition `N`, repeatable", func(s string) error {
-				n, err := strconv.ParseInt(s, 10, 32)
-				if err != nil || n < 0 {
-					return fmt.Errorf("want a partition number, got %q", s)
-				}
-				parts = append(parts, int32(n))
-				return nil
-			})
-			fs.StringVar(&from, "o", "beginning", "`START`: beginning, N, -N or @TIME")
+			src := c.pipelineFlags(fs)
+			fs.StringVarP(&bootstrap, "brokers", "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
+			fs.StringVarP(&topic, "topic", "t", "", "`TOPIC` to analyze (default: the pipeline's source topic)")
+			propertyFlag(fs, "consumer", props)
+			partitionFlag(fs, &parts)
+			fs.StringVarP(&from, "offset", "o", "beginning", "`START`: beginning, N, -N or @TIME")
 			fs.StringVar(&to, "to", "", "`END` of each partition: an offset or @TIME (default: its end now)")
 			fs.IntVar(&sample, "sample", 0, "only the last `N` records of each partition")
 			fs.StringVar(&threshold, "threshold", "", "offload threshold: a `SIZE` or auto (default: the pipeline's, else auto)")
 			fs.IntVar(&top, "top", 10, "how many of the largest records to list")
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			if count.file != "" {
-				file = count.file
-			}
-			start, err := parseStart(from)
-			switch {
-			case err != nil:
-				return c.usageError(fs, "-o: %v", err)
-			case start.Offset == kafka.End && start.Time.IsZero() && start.Tail == 0:
-				return c.usageError(fs, "-o end reads nothing to analyze: give beginning, N, -N or @TIME")
-			case sample < 0 || top < 0:
-				return c.usageError(fs, "--sample and --top must not be negative")
-			case file == "" && (bootstrap == "" || topic == ""):
-				return c.usageError(fs, "say what to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
-			}
-			if sample > 0 {
-				start = kafka.Start{Tail: int64(sample)}
-			}
-			o := daemon.AnalyzeOptions{Topic: topic, Partitions: parts, From: start, Top: top}
-			switch threshold {
-			case "":
-			case "auto":
-				o.Auto = true
-			default:
-				size, err := settings.ParseSize(threshold)
+			return func() int {
+				start, err := parseStart(from)
 				switch {
 				case err != nil:
-					return c.usageError(fs, "--threshold: %v", err)
-				case size <= 0:
-					return c.usageError(fs, "--threshold must be a size above 0, or auto")
+					return c.usageError(fs, "-o: %v", err)
+				case start.Offset == kafka.End && start.Time.IsZero() && start.Tail == 0:
+					return c.usageError(fs, "-o end reads nothing to analyze: give beginning, N, -N or @TIME")
+				case sample < 0 || top < 0:
+					return c.usageError(fs, "--sample and --top must not be negative")
+				case *src.file == "" && (bootstrap == "" || topic == ""):
+					return c.usageError(fs, "say what to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
 				}
-				o.Threshold = int(size)
-			}
-			if to != "" {
-				end, err := parseEnd(to)
-				if err != nil {
-					return c.usageError(fs, "--to: %v", err)
+				if sample > 0 {
+					start = kafka.Start{Tail: int64(sample)}
 				}
-				o.To = &end
-			}
-			if problems := kafka.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
-				return c.usageError(fs, "%v", problems.Err())
-			}
-			p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}
-			if file != "" {
-				var code int
-				var ok bool
-				if p, code, ok = c.loadPipeline(fs.Name(), pipelineSource{file: &file, name: &name}); !ok {
-					return code
-				}
-				if bootstrap != "" {
-					p.Kafka.BootstrapServers = bootstrap
-				}
-				for k, v := range props {
-					p.Kafka.Consumer[k] = v
-				}
-				if topic == "" {
-					if len(p.Source.Topics) > 1 {
-						return c.usageError(fs, "the pipeline reads %d topics: say which with -t", len(p.Source.Topics))
+				o := daemon.AnalyzeOptions{Topic: topic, Partitions: parts, From: start, Top: top}
+				switch threshold {
+				case "":
+				case "auto":
+					o.Auto = true
+				default:
+					size, err := settings.ParseSize(threshold)
+					switch {
+					case err != nil:
+						return c.usageError(fs, "--threshold: %v", err)
+					case size <= 0:
+						return c.usageError(fs, "--threshold must be a size above 0, or auto")
 					}
-					topic = p.Source.Topics[0]
+					o.Threshold = int(size)
 				}
-			}
-			o.Topic = topic
-			logger, err := observability.NewLogger("console", "warn")
-			if err != nil {
-				return exitFailure
-			}
-			defer logger.Sync()
-			o.Log = logger
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			rep, err := daemon.Analyze(ctx, p, o)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
-				return exitFailure
-			}
-			if asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				enc.Encode(rep)
+				if to != "" {
+					end, err := parseEnd(to)
+					if err != nil {
+						return c.usageError(fs, "--to: %v", err)
+					}
+					o.To = &end
+				}
+				if problems := kafka.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
+					return c.usageError(fs, "%v", problems.Err())
+				}
+				p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}
+				if *src.file != "" {
+					var code int
+					var ok bool
+					if p, code, ok = c.loadPipeline(fs.Name(), src); !ok {
+						return code
+					}
+					if bootstrap != "" {
+						p.Kafka.BootstrapServers = bootstrap
+					}
+					for k, v := range props {
+						p.Kafka.Consumer[k] = v
+					}
+					if topic == "" {
+						if len(p.Source.Topics) > 1 {
+							return c.usageError(fs, "the pipeline reads %d topics: say which with -t", len(p.Source.Topics))
+						}
+						topic = p.Source.Topics[0]
+					}
+				}
+				o.Topic = topic
+				logger, err := observability.NewLogger("console", "warn")
+				if err != nil {
+					return exitFailure
+				}
+				defer logger.Sync()
+				o.Log = logger
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				rep, err := daemon.Analyze(ctx, p, o)
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
+					return exitFailure
+				}
+				if asJSON {
+					enc := json.NewEncoder(c.stdout)
+					enc.SetIndent("", "  ")
+					enc.Encode(rep)
+					return exitOK
+				}
+				printAnalysis(c.stdout, rep)
 				return exitOK
 			}
-			printAnalysis(c.stdout, rep)
-			return exitOK
 		},
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"golang.org/x/term"
 
@@ -24,30 +25,36 @@ import (
 
 func catCommand() *command {
 	return &command{
-		name:    "cat",
-		summary: "print a topic's records with pointers resolved and verified, like kcat for slim topics",
-		usage:   "[-F FILE] [-b BROKERS] -t TOPIC [-p N] [-o START] [-c COUNT] [-f FORMAT] [--meta] [--store NAME=TYPE:SPEC]",
+		name:      "cat",
+		summary:   "print a topic's records with pointers resolved and verified, like kcat for slim topics",
+		usage:     "[-F FILE] [-b BROKERS] -t TOPIC [-p N] [-o START] [-c COUNT] [-e | --follow] [-f FORMAT | -J | --format json|raw] [--meta] [--store NAME=TYPE:SPEC]",
+		exclusive: [][]string{{"exit", "follow"}, {"format", "format-string", "json-envelope"}},
 		help: `
 Reads a topic (read_committed, without joining a consumer group or committing
 anything) and prints each record with pointers resolved: the payload fetched
 from its store, its size and SHA-256 verified, the codec undone.
 
 Where to read, with kcat's flags:
-  -b BROKERS      bootstrap servers (default: the pipeline file's)
-  -X PROP=VALUE   a librdkafka consumer property (security.protocol, sasl.*), repeatable
-  -t TOPIC        the topic (default: the pipeline file's slim topic)
-  -p N            only partition N (repeatable; default: every partition)
-  -o START        beginning (default), end (only new records: keeps reading),
-                  N (offset N in each partition), -N (the last N records of
-                  each partition), @TIME (the first record at or after TIME:
-                  RFC 3339 such as @2026-11-29T10:00:00Z, or milliseconds
-                  since the epoch such as @1764410400000)
-  -c COUNT        stop after COUNT records (as -c FILE, a pipeline file)
-  --follow        keep reading at the end until interrupted
-Without --follow it stops once it has reached the end of every partition.
+  -b, --brokers BROKERS     bootstrap servers (default: the pipeline file's)
+  -X PROP=VALUE             a librdkafka consumer property (security.protocol, sasl.*), repeatable
+  -t, --topic TOPIC         the topic (default: the pipeline file's slim topic)
+  -p, --partition N         only partition N (repeatable; default: every partition)
+  -o, --offset START        beginning (default), end (only new records: keeps
+                            reading), N (offset N in each partition), -N (the
+                            last N records of each partition, found from the end
+                            offsets without reading the rest), @TIME or s@TIME
+                            (the first record at or after TIME: RFC 3339 such as
+                            @2026-11-29T10:00:00Z, or milliseconds since the
+                            epoch such as @1764410400000)
+  -c, --count COUNT         stop after COUNT records
+  -e, --exit                stop at the end of every partition: the default
+  --follow                  keep reading at the end until interrupted
+  -C                        consumer mode: accepted as kcat takes it (cat only consumes)
+  -q, --quiet               no informational messages on stderr ("% Reached end of topic")
 
 Where the payloads are, either or both:
-  -F FILE [--pipeline NAME]   the pipeline file: brokers, client settings, stores
+  -F, --config FILE [--pipeline NAME]
+                              the pipeline file: brokers, client settings, stores
   --store NAME=TYPE:SPEC      a store by the name pointers use, repeatable:
                               blob=azblob:CONNECTION_STRING|CONTAINER
                               local=filesystem:/var/lib/offloader/payloads
@@ -59,7 +66,13 @@ What to print:
                   key, header value or value that is not UTF-8 is base64 with
                   "key_encoding", "value_encoding": "base64" beside it.
   --format raw    the values alone, each followed by a newline.
-  -f FORMAT       kcat's format string: %t topic, %p partition, %o offset,
+  -J, --json-envelope
+                  kcat's JSON envelope: topic, partition, offset, tstype, ts,
+                  broker (-1: not known), headers (a flat name, value list),
+                  key, payload (the resolved value) and, for a value that did
+                  not resolve, error.
+  -f, --format-string FORMAT
+                  kcat's format string: %t topic, %p partition, %o offset,
                   %T timestamp (ms), %k key, %K key size, %s value, %S value
                   size, %h headers (name=value,...), %P pointer (store/key, or
                   nothing), %% a percent sign; \n \t \r \\ escapes. Keys and
@@ -80,45 +93,29 @@ to stderr. --no-resolve prints every record as stored, pointers as their JSON.
 
 Exit 1 when a record could not be resolved (after printing the rest; use
 --not-found skip or pointer to accept missing objects) or Kafka failed, 2 on
-bad flags.
-
-Examples:
-  offloader cat -b 127.0.0.1:19092 -t payments.slim --meta -o -5
-  offloader cat -F pipeline.yaml -p 0 -o 120 -c 10 -f '%o %k %S\n'
-  offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloads --payload-dir out/`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("cat"))
+bad flags.`,
+		example: `offloader cat -b 127.0.0.1:19092 -t payments.slim --meta -o -5
+offloader cat -F pipeline.yaml -p 0 -o 120 -c 10 -f '%o %k %S\n'
+offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloads --payload-dir out/`,
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			o := catOptions{props: map[string]string{}}
 			var file, pipelineName, from, format, notFound, maxSize, inlineMax, fmtString string
-			var count countOrFile
-			fs.StringVar(&file, "F", "", "pipeline `FILE` (YAML): brokers, client settings, stores")
-			fs.Var(&count, "c", "stop after `COUNT` records (a value that is not a number is a pipeline FILE, as for the other commands)")
+			var quiet, exitAtEnd bool
+			fs.StringVarP(&file, "config", "F", "", "pipeline `FILE` (YAML): brokers, client settings, stores")
 			fs.StringVar(&pipelineName, "pipeline", "", "pipeline `NAME`; optional when the file defines one")
-			fs.StringVar(&o.bootstrap, "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
-			fs.Func("X", "librdkafka consumer `PROP=VALUE`, repeatable", func(s string) error {
-				k, v, ok := strings.Cut(s, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("want PROP=VALUE, got %q", s)
-				}
-				o.props[k] = v
-				return nil
-			})
-			fs.StringVar(&o.topic, "t", "", "`TOPIC` to read (default: the pipeline's slim topic)")
-			fs.StringVar(&o.topic, "topic", "", "the same as -t")
-			fs.Func("p", "only partition `N`, repeatable", func(s string) error {
-				n, err := strconv.ParseInt(s, 10, 32)
-				if err != nil || n < 0 {
-					return fmt.Errorf("want a partition number, got %q", s)
-				}
-				o.partitions = append(o.partitions, int32(n))
-				return nil
-			})
-			fs.StringVar(&from, "o", "beginning", "`START`: beginning, end, N, -N or @TIME")
-			fs.StringVar(&from, "from", "beginning", "the same as -o (also offset:N and time:RFC3339)")
-			fs.IntVar(&o.count, "count", 0, "the same as -c COUNT (0: no limit)")
-			fs.StringVar(&format, "format", "json", "json or raw")
-			fs.StringVar(&fmtString, "f", "", "kcat `FORMAT` string, such as '%t[%p]@%o %k %S\\n'")
+			fs.StringVarP(&o.bootstrap, "brokers", "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
+			propertyFlag(fs, "consumer", o.props)
+			fs.StringVarP(&o.topic, "topic", "t", "", "`TOPIC` to read (default: the pipeline's slim topic)")
+			partitionFlag(fs, &o.partitions)
+			fs.StringVarP(&from, "offset", "o", "beginning", "`START`: beginning, end, N, -N (the last N of each partition) or @TIME")
+			fs.IntVarP(&o.count, "count", "c", 0, "stop after `COUNT` records (0: no limit)")
+			fs.BoolVarP(&exitAtEnd, "exit", "e", false, "stop at the end of every partition (kcat's -e; the default without --follow)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading at the end of the topic until interrupted")
+			fs.BoolP("consume", "C", false, "consumer mode (kcat's -C; cat only consumes)")
+			fs.StringVar(&format, "format", "json", "`FORMAT`: json or raw")
+			fs.StringVarP(&fmtString, "format-string", "f", "", "kcat `FORMAT` string, such as '%t[%p]@%o %k %S\\n'")
+			fs.BoolVarP(&o.kcatJSON, "json-envelope", "J", false, "kcat's JSON envelope, one object per record")
+			fs.BoolVarP(&quiet, "quiet", "q", false, "print no informational messages on stderr (kcat's -q)")
 			fs.BoolVar(&o.meta, "meta", false, "metadata only: pointer fields and sizes, fetch no payload")
 			fs.StringVar(&notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
 			fs.BoolVar(&o.noResolve, "no-resolve", false, "print records as stored, pointers unresolved")
@@ -138,83 +135,83 @@ Examples:
 			fs.StringVar(&o.payloadDir, "payload-dir", "", "write large or binary values to files in `DIR`")
 			fs.StringVar(&inlineMax, "inline-max", "64KiB", "with --payload-dir: the largest value printed in place")
 			fs.StringVar(&maxSize, "max-size", "64MiB", "refuse payloads larger than this")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			if count.file != "" {
-				file = count.file
-			} else if count.set {
-				o.count = count.n
-			}
-			policy, ok := map[string]resolver.NotFound{"error": resolver.NotFoundError, "skip": resolver.NotFoundSkip, "pointer": resolver.NotFoundKeepPointer}[notFound]
-			size, sizeErr := settings.ParseSize(maxSize)
-			inline, inlineErr := settings.ParseSize(inlineMax)
-			start, fromErr := parseStart(from)
-			var err error
-			switch {
-			case !ok:
-				return c.usageError(fs, "--not-found must be error, skip or pointer, got %q", notFound)
-			case sizeErr != nil:
-				return c.usageError(fs, "--max-size: %v", sizeErr)
-			case inlineErr != nil:
-				return c.usageError(fs, "--inline-max: %v", inlineErr)
-			case fromErr != nil:
-				return c.usageError(fs, "-o: %v", fromErr)
-			case format != "json" && format != "raw":
-				return c.usageError(fs, "--format must be json or raw, got %q", format)
-			case o.count < 0:
-				return c.usageError(fs, "-c must not be negative")
-			case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
-				return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
-			}
-			if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
-				return c.usageError(fs, "%v", problems.Err())
-			}
-			if o.printer, err = cat.NewPrinter(format, fmtString, c.recordsOut()); err != nil {
-				return c.usageError(fs, "-f: %v", err)
-			}
-			o.from, o.inlineMax = start, int(inline)
-			if file == "" && o.bootstrap == "" {
-				return c.usageError(fs, "say where to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
-			}
-			var p *config.Pipeline
-			if file != "" {
-				var code int
-				if p, code, ok = c.loadPipeline(fs.Name(), pipelineSource{file: &file, name: &pipelineName}); !ok {
-					return code
+			return func() int {
+				policy, ok := map[string]resolver.NotFound{"error": resolver.NotFoundError, "skip": resolver.NotFoundSkip, "pointer": resolver.NotFoundKeepPointer}[notFound]
+				size, sizeErr := settings.ParseSize(maxSize)
+				inline, inlineErr := settings.ParseSize(inlineMax)
+				start, fromErr := parseStart(from)
+				var err error
+				switch {
+				case !ok:
+					return c.usageError(fs, "--not-found must be error, skip or pointer, got %q", notFound)
+				case sizeErr != nil:
+					return c.usageError(fs, "--max-size: %v", sizeErr)
+				case inlineErr != nil:
+					return c.usageError(fs, "--inline-max: %v", inlineErr)
+				case fromErr != nil:
+					return c.usageError(fs, "-o: %v", fromErr)
+				case format != "json" && format != "raw":
+					return c.usageError(fs, "--format must be json or raw, got %q", format)
+				case o.count < 0:
+					return c.usageError(fs, "-c must not be negative")
+				case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
+					return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 				}
-				if o.bootstrap == "" {
-					o.bootstrap = p.Kafka.BootstrapServers
+				if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
+					return c.usageError(fs, "%v", problems.Err())
 				}
-				if o.topic == "" {
-					o.topic = p.SlimTopic
+				if o.kcatJSON {
+					format = "kcat-json"
 				}
-				for k, v := range p.Kafka.Consumer {
-					if _, given := o.props[k]; !given {
-						o.props[k] = v
+				if o.printer, err = cat.NewPrinter(format, fmtString, c.recordsOut()); err != nil {
+					return c.usageError(fs, "-f: %v", err)
+				}
+				o.from, o.inlineMax = start, int(inline)
+				if file == "" && o.bootstrap == "" {
+					return c.usageError(fs, "say where to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
+				}
+				var p *config.Pipeline
+				if file != "" {
+					var code int
+					if p, code, ok = c.loadPipeline(fs.Name(), pipelineSource{file: &file, name: &pipelineName}); !ok {
+						return code
+					}
+					if o.bootstrap == "" {
+						o.bootstrap = p.Kafka.BootstrapServers
+					}
+					if o.topic == "" {
+						o.topic = p.SlimTopic
+					}
+					for k, v := range p.Kafka.Consumer {
+						if _, given := o.props[k]; !given {
+							o.props[k] = v
+						}
 					}
 				}
-			}
-			if o.topic == "" {
-				return c.usageError(fs, "-t TOPIC is required without a pipeline file")
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			var res *resolver.Resolver
-			if !o.noResolve && !o.meta {
-				open, err := openCatStores(ctx, p, o.stores)
-				if err != nil {
+				if o.topic == "" {
+					return c.usageError(fs, "-t TOPIC is required without a pipeline file")
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				var res *resolver.Resolver
+				if !o.noResolve && !o.meta {
+					open, err := openCatStores(ctx, p, o.stores)
+					if err != nil {
+						fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
+						return exitFailure
+					}
+					res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
+					defer res.Close()
+				}
+				if err := catTopic(ctx, res, o, c.stderr); err != nil {
 					fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
 					return exitFailure
 				}
-				res = resolver.New(resolver.Options{Stores: open, MaxSize: int64(size), NotFound: policy})
-				defer res.Close()
+				if !quiet && !o.follow && ctx.Err() == nil {
+					fmt.Fprintf(c.stderr, "%% Reached end of topic %s: exiting\n", o.topic)
+				}
+				return exitOK
 			}
-			if err := catTopic(ctx, res, o, c.stderr); err != nil {
-				fmt.Fprintf(c.stderr, "offloader cat: %v\n", err)
-				return exitFailure
-			}
-			return exitOK
 		},
 	}
 }
@@ -226,6 +223,7 @@ type catOptions struct {
 	from                    kafka.Start
 	count                   int
 	follow, noResolve, meta bool
+	kcatJSON                bool         // -J
 	stores                  []givenStore // from --store
 	printer                 cat.Printer
 	payloadDir              string
@@ -236,35 +234,6 @@ type catOptions struct {
 type givenStore struct {
 	name, typ string
 	config    any
-}
-
-// countOrFile is cat's -c: kcat's record count, or, when it is not a
-// number, the pipeline file that -c names for every other command.
-type countOrFile struct {
-	n    int
-	file string
-	set  bool
-}
-
-func (c *countOrFile) String() string { return "" }
-
-func (c *countOrFile) Set(s string) error {
-	c.set = true
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 {
-			return fmt.Errorf("a count must not be negative, got %d", n)
-		}
-		c.n = n
-		return nil
-	}
-	c.file = s
-	return nil
-}
-
-// usageError reports a bad flag value with exit code 2.
-func (c *cli) usageError(fs *flag.FlagSet, format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "offloader %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
-	return exitUsage
 }
 
 // parseStart reads -o (and the older --from forms offset:N and time:T).

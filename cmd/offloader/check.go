@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/limits"
@@ -19,7 +21,7 @@ func checkCommand() *command {
 	return &command{
 		name:    "check",
 		summary: "check a pipeline's topics, size limits and payload stores: will run start and work?",
-		usage:   "-c FILE [--pipeline NAME] [--create-missing] [--sample N]",
+		usage:   "-F FILE [--pipeline NAME] [--create-missing] [--sample N]",
 		help: `
 Reads, through the admin API, the broker's message.max.bytes and the partition
 counts and max.message.bytes of the pipeline's source, slim, retry and dead-letter
@@ -72,43 +74,41 @@ passes by is not offloaded: over the slim topic's limit, run sends it to the
 dead-letter topic. check then reads the last --sample records of each source
 partition, applies the predicate as run would, and names each sampled record
 bound for the dead-letter topic as a problem (--sample 0 skips this).`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("check"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			create := fs.Bool("create-missing", false, "create missing slim, retry and dead-letter topics with aligned settings")
 			sample := fs.Int("sample", 1000, "with an if: on the offload step, the last `N` records of each source partition to try it on (0: none)")
-			if code, ok := c.parse(fs, args); !ok {
+			return func() int {
+				if *sample < 0 {
+					return c.usageError(fs, "--sample must not be negative")
+				}
+				p, code, ok := c.loadPipeline(fs.Name(), src)
+				if !ok {
+					return code
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				// The Kafka client's own warnings (a broker that cannot be
+				// reached) go to stderr in the console format.
+				logger, err := observability.NewLogger("console", "warn")
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
+					return exitFailure
+				}
+				defer logger.Sync()
+				code = exitOK
+				if !surveyKafka(ctx, c, p, logger, *create) {
+					code = exitFailure
+				} else if !c.samplePredicate(ctx, p, *sample) {
+					code = exitFailure
+				}
+				rows, problems := daemon.CheckStores(ctx, p)
+				printStores(c.stdout, rows, problems)
+				if len(problems) > 0 {
+					code = exitFailure
+				}
 				return code
 			}
-			if *sample < 0 {
-				return c.usageError(fs, "--sample must not be negative")
-			}
-			p, code, ok := c.loadPipeline(fs.Name(), src)
-			if !ok {
-				return code
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			// The Kafka client's own warnings (a broker that cannot be
-			// reached) go to stderr in the console format.
-			logger, err := observability.NewLogger("console", "warn")
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-				return exitFailure
-			}
-			defer logger.Sync()
-			code = exitOK
-			if !surveyKafka(ctx, c, p, logger, *create) {
-				code = exitFailure
-			} else if !c.samplePredicate(ctx, p, *sample) {
-				code = exitFailure
-			}
-			rows, problems := daemon.CheckStores(ctx, p)
-			printStores(c.stdout, rows, problems)
-			if len(problems) > 0 {
-				code = exitFailure
-			}
-			return code
 		},
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/gc"
@@ -22,7 +24,7 @@ func gcCommand() *command {
 	return &command{
 		name:    "gc",
 		summary: "delete the payloads no record can still reference",
-		usage:   "-c FILE [--pipeline NAME] [--grace DURATION] [--dry-run] [--json]",
+		usage:   "-F FILE [--pipeline NAME] [--grace DURATION] [--dry-run] [--json]",
 		help: `
 Deletes the objects of the pipeline that no record can reference any more:
 payloads whose pointer records aged out of the topics' retention (or were
@@ -56,50 +58,48 @@ what would be deleted. --json prints the report as JSON (docs/payload-lifetime.m
 describes it). gc needs Describe and Read on every topic it reads.
 
 Example:
-  offloader gc -c pipeline.yaml --dry-run`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("gc"))
+  offloader gc -F pipeline.yaml --dry-run`,
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this (at least the pipeline's floor)")
 			dryRun := fs.Bool("dry-run", false, "delete nothing; print what would be deleted")
 			asJSON := fs.Bool("json", false, "print the report as JSON")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			p, code, ok := c.loadPipeline(fs.Name(), src)
-			if !ok {
-				return code
-			}
-			if floor := p.GCFloor(); *grace < floor {
-				return c.usageError(fs, "%v", &gc.GraceError{Grace: *grace, Floor: floor})
-			}
-			if len(p.KeyPrefixes()) == 0 {
-				fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step, no gc_adopt): nothing to collect")
+			return func() int {
+				p, code, ok := c.loadPipeline(fs.Name(), src)
+				if !ok {
+					return code
+				}
+				if floor := p.GCFloor(); *grace < floor {
+					return c.usageError(fs, "%v", &gc.GraceError{Grace: *grace, Floor: floor})
+				}
+				if len(p.KeyPrefixes()) == 0 {
+					fmt.Fprintln(c.stdout, "the pipeline writes to no store (no offload step, no gc_adopt): nothing to collect")
+					return exitOK
+				}
+				logger, err := observability.NewLogger("console", "warn")
+				if err != nil {
+					return exitFailure
+				}
+				defer logger.Sync()
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				rep, err := daemon.Collect(ctx, p, daemon.CollectOptions{Grace: *grace, DryRun: *dryRun, Log: logger,
+					Progress: func(format string, args ...any) {
+						fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
+					}})
+				if rep != nil {
+					if *asJSON {
+						printGCJSON(c.stdout, rep, err)
+					} else {
+						printGC(c.stdout, p, rep)
+					}
+				}
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader gc: %v\n", err)
+					return exitFailure
+				}
 				return exitOK
 			}
-			logger, err := observability.NewLogger("console", "warn")
-			if err != nil {
-				return exitFailure
-			}
-			defer logger.Sync()
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			rep, err := daemon.Collect(ctx, p, daemon.CollectOptions{Grace: *grace, DryRun: *dryRun, Log: logger,
-				Progress: func(format string, args ...any) {
-					fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
-				}})
-			if rep != nil {
-				if *asJSON {
-					printGCJSON(c.stdout, rep, err)
-				} else {
-					printGC(c.stdout, p, rep)
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader gc: %v\n", err)
-				return exitFailure
-			}
-			return exitOK
 		},
 	}
 }

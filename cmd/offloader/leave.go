@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/internal/statefulset"
 )
 
@@ -12,7 +14,7 @@ func leaveCommand() *command {
 	return &command{
 		name:    "leave",
 		summary: "make a running instance leave its group for good when it stops (scale-in)",
-		usage:   "[--url URL | -c FILE [--pipeline NAME]] [--token T] [--if-scaled-in]",
+		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T] [--if-scaled-in]",
 		help: `
 POST /leave on a running instance: when it next stops (SIGTERM), after it has
 committed the batch in hand and closed its consumer, it also removes its static
@@ -33,48 +35,46 @@ only when the pod's ordinal is at or past the replicas wanted, or the
 StatefulSet is deleted. $POD_NAME names the pod. It exits 0 when the pod
 comes back (nothing to do).
 ` + adminHelp,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("leave"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			scaledIn := fs.Bool("if-scaled-in", false, "only when the pod's StatefulSet was scaled in past it (a Kubernetes preStop hook)")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			if *scaledIn {
-				name := c.getenv("POD_NAME")
-				if name == "" {
-					return c.usageError(fs, "--if-scaled-in needs $POD_NAME, the pod's name (from the downward API: fieldRef metadata.name)")
+			return func() int {
+				if *scaledIn {
+					name := c.getenv("POD_NAME")
+					if name == "" {
+						return c.usageError(fs, "--if-scaled-in needs $POD_NAME, the pod's name (from the downward API: fieldRef metadata.name)")
+					}
+					pod, err := statefulset.InCluster(name)
+					if err != nil {
+						fmt.Fprintf(c.stderr, "offloader leave: %v\n", err)
+						return exitFailure
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+					in, why, err := pod.ScaledIn(ctx)
+					cancel()
+					if err != nil {
+						fmt.Fprintf(c.stderr, "offloader leave: %v\n", err)
+						return exitFailure
+					}
+					fmt.Fprintln(c.stdout, why)
+					if !in {
+						return exitOK
+					}
 				}
-				pod, err := statefulset.InCluster(name)
+				client, code, ok := c.adminClient(fs.Name(), target)
+				if !ok {
+					return code
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), *target.timeout)
+				defer cancel()
+				st, err := client.Leave(ctx)
 				if err != nil {
 					fmt.Fprintf(c.stderr, "offloader leave: %v\n", err)
 					return exitFailure
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-				in, why, err := pod.ScaledIn(ctx)
-				cancel()
-				if err != nil {
-					fmt.Fprintf(c.stderr, "offloader leave: %v\n", err)
-					return exitFailure
-				}
-				fmt.Fprintln(c.stdout, why)
-				if !in {
-					return exitOK
-				}
+				fmt.Fprintf(c.stdout, "instance %s leaves group for good when it stops: its partitions then move at once\n", st.Instance)
+				return exitOK
 			}
-			client, code, ok := c.adminClient(fs.Name(), target)
-			if !ok {
-				return code
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), *target.timeout)
-			defer cancel()
-			st, err := client.Leave(ctx)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader leave: %v\n", err)
-				return exitFailure
-			}
-			fmt.Fprintf(c.stdout, "instance %s leaves group for good when it stops: its partitions then move at once\n", st.Instance)
-			return exitOK
 		},
 	}
 }

@@ -1,20 +1,25 @@
 // Command offloader moves oversize Kafka record values to a payload store and
 // leaves small pointer records in a slim topic, exactly once.
 //
-// Subcommands: run, validate, check, cat, analyze, migrate, gc, demo, version. `offloader help COMMAND` explains each.
+// Subcommands: run, validate, check, status, pause, resume, leave, cat,
+// analyze, migrate, gc, demo, version, completion. `offloader help COMMAND`
+// explains each.
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
-	// Store backends and transforms register themselves by type name.
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/redact"
+
+	// Store backends register themselves by type name.
 	_ "github.com/offloader/offloader/stores/azblob"
 	_ "github.com/offloader/offloader/stores/filesystem"
 	_ "github.com/offloader/offloader/stores/httpstore"
@@ -34,13 +39,17 @@ var (
 	commit  = "unknown"
 )
 
-// command is one subcommand.
+// command is one subcommand: its texts, and setup, which declares its flags
+// on fs and returns what runs once they are parsed (an exit code).
 type command struct {
-	name    string
+	name    string // the words after offloader: "migrate verify"
 	summary string
 	usage   string // the arguments after the name
 	help    string // what it does, for `offloader help NAME`
-	run     func(c *cli, args []string) int
+	example string // one or more example invocations
+	setup   func(c *cli, fs *pflag.FlagSet) func() int
+	// exclusive are groups of flags that contradict each other.
+	exclusive [][]string
 }
 
 // cli carries the process's streams and environment so tests can run commands.
@@ -50,6 +59,7 @@ type cli struct {
 	stdout, stderr io.Writer
 	records        io.Writer
 	environ        []string
+	code           int // the exit code of the command that ran
 }
 
 // recordsOut is where records are printed.
@@ -61,7 +71,9 @@ func (c *cli) recordsOut() io.Writer {
 }
 
 func commands() []*command {
-	return []*command{runCommand(), validateCommand(), checkCommand(), statusCommand(), pauseCommand(), resumeCommand(), leaveCommand(), catCommand(), analyzeCommand(), migrateCommand(), gcCommand(), versionCommand(), demoCommand()}
+	return []*command{runCommand(), validateCommand(), checkCommand(), statusCommand(), pauseCommand(), resumeCommand(),
+		leaveCommand(), catCommand(), analyzeCommand(), migrateCommand(), verifyCommand(), translateCommand(),
+		gcCommand(), versionCommand(), demoCommand()}
 }
 
 func main() {
@@ -72,103 +84,110 @@ func main() {
 	os.Exit(c.main(os.Args[1:]))
 }
 
+// main runs the command args name and returns its exit code.
 func (c *cli) main(args []string) int {
+	root := c.root()
+	root.SetArgs(args)
 	if len(args) == 0 {
-		c.usage(c.stderr)
+		root.SetOut(c.stderr)
+		root.Usage()
 		return exitUsage
 	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "help", "-h", "--help", "-help":
-		if len(rest) == 0 {
-			c.usage(c.stdout)
-			return exitOK
-		}
-		cmd := find(rest[0])
-		if cmd == nil {
-			fmt.Fprintf(c.stderr, "offloader: unknown command %q\n\n", rest[0])
-			c.usage(c.stderr)
-			return exitUsage
-		}
-		return cmd.run(c, []string{"--help"})
-	case "--version", "-version":
-		name = "version"
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return c.code
 	}
-	cmd := find(name)
-	if cmd == nil {
-		fmt.Fprintf(c.stderr, "offloader: unknown command %q\n\n", name)
-		c.usage(c.stderr)
+	path := cmd.CommandPath()
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown command") {
+		// cobra's own wording, with its "Did you mean this?" list.
+		fmt.Fprintf(c.stderr, "%s: %s\n", path, strings.TrimRight(msg, "\n"))
+		fmt.Fprintf(c.stderr, "Run '%s --help' for the commands.\n", path)
 		return exitUsage
 	}
-	return cmd.run(c, rest)
-}
-
-func find(name string) *command {
-	for _, cmd := range commands() {
-		if cmd.name == name {
-			return cmd
-		}
+	fmt.Fprintf(c.stderr, "%s: %s\n", path, msg)
+	if strings.HasPrefix(msg, "if any flags in the group") {
+		fmt.Fprintf(c.stderr, "Give one of them: nothing was done.\n")
 	}
-	return nil
+	if strings.Contains(msg, "shorthand flag: 'c' in -c") && cmd.Flags().Lookup("config") != nil {
+		fmt.Fprintf(c.stderr, "The pipeline file is -F FILE (--config FILE).\n")
+	}
+	fmt.Fprintf(c.stderr, "Run '%s --help' for usage.\n", path)
+	return exitUsage
 }
 
-func (c *cli) usage(w io.Writer) {
-	fmt.Fprintf(w, `offloader keeps oversize values out of Kafka: it consumes a raw topic, stores
+// root is the offloader command with every subcommand under it.
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "offloader",
+		Short: "keeps oversize values out of Kafka",
+		Long: `offloader keeps oversize values out of Kafka: it consumes a raw topic, stores
 values over a threshold in a payload store (Azure Blob, S3, HTTP, filesystem), and produces
 small pointer records to a slim topic, exactly once, in Kafka transactions.
 
-Usage:
-  offloader COMMAND [flags]
-
-Commands:
-`)
-	cmds := commands()
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
-	for _, cmd := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", cmd.name, cmd.summary)
+Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.`,
+		Version:       fmt.Sprintf("%s (commit %s)", version, commit),
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	fmt.Fprintf(w, `
-Run 'offloader help COMMAND' (or 'offloader COMMAND --help') for its flags.
-Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
-`)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	byName := map[string]*cobra.Command{"": root}
+	for _, cmd := range commands() {
+		parent, last := "", cmd.name
+		if i := strings.LastIndex(cmd.name, " "); i >= 0 {
+			parent, last = cmd.name[:i], cmd.name[i+1:]
+		}
+		cc := c.cobra(cmd, last)
+		byName[cmd.name] = cc
+		byName[parent].AddCommand(cc)
+	}
+	return root
 }
 
-// flags returns a flag set for cmd whose --help prints the command's help text.
-func (c *cli) flags(cmd *command) *flag.FlagSet {
-	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: offloader %s %s\n\n%s\n", cmd.name, cmd.usage, strings.TrimSpace(cmd.help))
-		var any bool
-		fs.VisitAll(func(*flag.Flag) { any = true })
-		if any {
-			fmt.Fprintf(w, "\nFlags:\n")
-			fs.PrintDefaults()
-		}
+// cobra is cmd as a cobra command named last.
+func (c *cli) cobra(cmd *command, last string) *cobra.Command {
+	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+	run := cmd.setup(c, fs)
+	cc := &cobra.Command{
+		Use:                   strings.TrimSpace(last + " " + cmd.usage),
+		Short:                 cmd.summary,
+		Long:                  strings.TrimSpace(cmd.help),
+		Example:               indent(strings.TrimSpace(cmd.example)),
+		DisableFlagsInUseLine: true,
+		Args: func(cc *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if cc.HasSubCommands() {
+				err := fmt.Sprintf("unknown command %q for %q", args[0], cc.CommandPath())
+				if s := cc.SuggestionsFor(args[0]); len(s) > 0 {
+					err += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+				}
+				return errors.New(err)
+			}
+			return fmt.Errorf("unexpected argument %q (flags come as --flag value)", args[0])
+		},
+		Run: func(*cobra.Command, []string) { c.code = run() },
 	}
-	return fs
+	cc.SuggestionsMinimumDistance = 2
+	cc.Flags().AddFlagSet(fs)
+	for _, group := range cmd.exclusive {
+		cc.MarkFlagsMutuallyExclusive(group...)
+	}
+	return cc
 }
 
-// parse parses args; it returns an exit code and false when the command should
-// stop (after --help, or a usage error).
-func (c *cli) parse(fs *flag.FlagSet, args []string) (int, bool) {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(c.stdout)
-			fs.Usage()
-			return exitOK, false
-		}
+func indent(s string) string {
+	if s == "" {
+		return ""
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(c.stderr, "offloader %s: unexpected argument %q (flags come as -flag value)\n", fs.Name(), fs.Arg(0))
-		return exitUsage, false
-	}
-	return exitOK, true
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// usageError reports a bad flag value with exit code 2.
+func (c *cli) usageError(fs *pflag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "offloader %s: %s\nRun 'offloader %s --help' for usage.\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+	return exitUsage
 }

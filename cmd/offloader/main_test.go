@@ -26,7 +26,7 @@ func TestValidateAcceptsEveryShippedExample(t *testing.T) {
 	}
 	env := []string{"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=http;AccountName=a;AccountKey=aw==;BlobEndpoint=http://127.0.0.1:1/a;"}
 	for _, f := range files {
-		code, stdout, stderr := runCLI(env, "validate", "-c", f)
+		code, stdout, stderr := runCLI(env, "validate", "-F", f)
 		if code != exitOK || !strings.Contains(stdout, ": valid (") {
 			t.Errorf("validate %s: exit %d\n%s%s", f, code, stdout, stderr)
 		}
@@ -38,7 +38,7 @@ func TestValidateAcceptsEveryShippedExample(t *testing.T) {
 func TestValidateRejectsEveryInvalidFile(t *testing.T) {
 	for _, tc := range configtest.InvalidExamples(t, "../../config/testdata/invalid") {
 		t.Run(tc.Name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(tc.Env, "validate", "-c", tc.File)
+			code, stdout, stderr := runCLI(tc.Env, "validate", "-F", tc.File)
 			if code != exitUsage {
 				t.Errorf("exit code %d, want %d", code, exitUsage)
 			}
@@ -62,7 +62,7 @@ func TestValidateRejectsEveryInvalidFile(t *testing.T) {
 // the connection string or passwords it was given.
 func TestValidatePrintRedactsSecrets(t *testing.T) {
 	env := []string{"AZURE_STORAGE_CONNECTION_STRING=AccountName=a;AccountKey=dG9wc2VjcmV0a2V5", "KAFKA_PASSWORD=hunter2"}
-	code, stdout, stderr := runCLI(env, "validate", "-c", "../../configs/secured-multi.yaml", "--pipeline", "invoices", "--print")
+	code, stdout, stderr := runCLI(env, "validate", "-F", "../../configs/secured-multi.yaml", "--pipeline", "invoices", "--print")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -88,17 +88,25 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}{
 		{nil, exitUsage, "Commands:"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
-		{[]string{"validate"}, exitUsage, "-c FILE is required"},
-		{[]string{"validate", "--nope"}, exitUsage, "flag provided but not defined: -nope"},
-		{[]string{"validate", "-c", "x.yaml", "extra"}, exitUsage, `unexpected argument "extra"`},
-		{[]string{"validate", "-c", "/no/such/file.yaml"}, exitUsage, "cannot read /no/such/file.yaml"},
-		{[]string{"validate", "--help"}, exitOK, "Usage: offloader validate -c FILE"},
+		{[]string{"rnu"}, exitUsage, "Did you mean this?\n\trun\n"},
+		{[]string{"migrate", "verfy"}, exitUsage, "unknown command \"verfy\" for \"offloader migrate\"\n\nDid you mean this?\n\tverify"},
+		{[]string{"run", "-c", "x.yaml"}, exitUsage, "unknown shorthand flag: 'c' in -c\nThe pipeline file is -F FILE (--config FILE)."},
+		{[]string{"migrate", "translate-offsets", "-F", "x.yaml", "--group", "g", "--dry-run", "--execute"}, exitUsage, "[dry-run execute] were all set\nGive one of them: nothing was done."},
+		{[]string{"cat", "-b", "h:1", "-t", "t", "-e", "--follow"}, exitUsage, "[exit follow] were all set"},
+		{[]string{"cat", "-b", "h:1", "-t", "t", "-J", "-f", "%s"}, exitUsage, "[format-string json-envelope] were all set"},
+		{[]string{"cat", "-b", "h:1", "-t", "t", "-c", "-2"}, exitUsage, "-c must not be negative"},
+		{[]string{"cat", "--help"}, exitOK, "Examples:\n  offloader cat -b 127.0.0.1:19092 -t payments.slim --meta -o -5"},
+		{[]string{"validate"}, exitUsage, "-F FILE is required"},
+		{[]string{"validate", "--nope"}, exitUsage, "unknown flag: --nope\nRun 'offloader validate --help' for usage."},
+		{[]string{"validate", "-F", "x.yaml", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{[]string{"validate", "-F", "/no/such/file.yaml"}, exitUsage, "cannot read /no/such/file.yaml"},
+		{[]string{"validate", "--help"}, exitOK, "Usage:\n  offloader validate -F FILE [--pipeline NAME] [--print]"},
 		{[]string{"help", "validate"}, exitOK, "--print shows the effective configuration"},
 		{[]string{"help"}, exitOK, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error."},
 		{[]string{"version"}, exitOK, "librdkafka 2."},
-		{[]string{"check"}, exitUsage, "-c FILE is required"},
+		{[]string{"check"}, exitUsage, "-F FILE is required"},
 		{[]string{"check", "--help"}, exitOK, "--create-missing creates the missing slim, retry and dead-letter topics"},
-		{[]string{"cat", "-c", "x.yaml", "--from", "yesterday"}, exitUsage, `-o: want beginning, end, N, -N or @TIME, got "yesterday"`},
+		{[]string{"cat", "-F", "x.yaml", "-o", "yesterday"}, exitUsage, `-o: want beginning, end, N, -N or @TIME, got "yesterday"`},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-o", "@noon"}, exitUsage, "@TIME needs an RFC 3339 time"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-f", "%k %q"}, exitUsage, "-f: unknown field %q (known: %t %p %o %T %k %K %s %S %h %P %%)"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-p", "one"}, exitUsage, `want a partition number, got "one"`},
@@ -108,25 +116,25 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"cat", "-b", "h:1", "-t", "t", "--store", "blob=s4:x"}, exitUsage, `--store blob: unknown store type "s4" (known: [azblob filesystem http s3])`},
 		{[]string{"cat", "-t", "t"}, exitUsage, "say where to read: -b BROKERS -t TOPIC, or -F FILE"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-X", "fetch.max.bytez=1"}, exitUsage, "-X.fetch.max.bytez: unknown librdkafka property; did you mean fetch.max.bytes?"},
-		{[]string{"demo", "--bootstrap", "h:1", "--produce-to", "t", "-X", "linger.ms=soon"}, exitUsage, `-X.linger.ms: librdkafka refuses "soon"`},
-		{[]string{"demo", "--produce-to", "t"}, exitUsage, "--produce-to needs --bootstrap HOST:PORT"},
-		{[]string{"migrate", "-c", "x.yaml", "--until", "tomorrow"}, exitUsage, "--until needs an RFC 3339 time"},
-		{[]string{"migrate", "-c", "x.yaml", "--max-mb-per-s", "-1"}, exitUsage, "rate limits must not be negative"},
-		{[]string{"migrate", "translate-offsets", "-c", "x.yaml"}, exitUsage, "--group G is required"},
-		{[]string{"migrate", "verify"}, exitUsage, "-c FILE is required"},
+		{[]string{"demo", "--brokers", "h:1", "--produce-to", "t", "-X", "linger.ms=soon"}, exitUsage, `-X.linger.ms: librdkafka refuses "soon"`},
+		{[]string{"demo", "--produce-to", "t"}, exitUsage, "--produce-to needs --brokers HOST:PORT"},
+		{[]string{"migrate", "-F", "x.yaml", "--until", "tomorrow"}, exitUsage, "--until needs an RFC 3339 time"},
+		{[]string{"migrate", "-F", "x.yaml", "--max-mb-per-s", "-1"}, exitUsage, "rate limits must not be negative"},
+		{[]string{"migrate", "translate-offsets", "-F", "x.yaml"}, exitUsage, "--group G is required"},
+		{[]string{"migrate", "verify"}, exitUsage, "-F FILE is required"},
 		{[]string{"migrate", "--help"}, exitOK, "It is resumable"},
 		{[]string{"analyze", "-t", "t"}, exitUsage, "say what to read: -b BROKERS -t TOPIC, or -F FILE"},
 		{[]string{"analyze", "-b", "h:1", "-t", "t", "-o", "end"}, exitUsage, "-o end reads nothing to analyze"},
 		{[]string{"analyze", "--help"}, exitOK, "the records that break a size gate today"},
 		{[]string{"demo", "--sizes", "1KiB"}, exitUsage, "--sizes and -X go with --produce-to"},
-		{[]string{"demo", "--bootstrap", "h:1", "--produce-to", "t", "--sizes", "1KiB,20MiB"}, exitUsage, "20MiB is over the 15MiB a demo record may have"},
+		{[]string{"demo", "--brokers", "h:1", "--produce-to", "t", "--sizes", "1KiB,20MiB"}, exitUsage, "20MiB is over the 15MiB a demo record may have"},
 		{[]string{"cat", "-b", "h:1"}, exitUsage, "-t TOPIC is required without a pipeline file"},
-		{[]string{"cat", "-c", "x.yaml", "--format", "xml"}, exitUsage, "--format must be json or raw"},
-		{[]string{"cat", "-c", "x.yaml", "--not-found", "ignore"}, exitUsage, "--not-found must be error, skip or pointer"},
+		{[]string{"cat", "-F", "x.yaml", "--format", "xml"}, exitUsage, "--format must be json or raw"},
+		{[]string{"cat", "-F", "x.yaml", "--not-found", "ignore"}, exitUsage, "--not-found must be error, skip or pointer"},
 		{[]string{"cat", "--help"}, exitOK, "prints each record with pointers resolved"},
 		{[]string{"demo", "--records", "0"}, exitUsage, "--records must be at least 1, got 0"},
 		{[]string{"demo", "--help"}, exitOK, "starts an in-process Kafka-protocol broker"},
-		{[]string{"demo", "--dir", "/nonexistent/demo"}, exitFailure, "built without the demo's in-process broker: give --bootstrap HOST:PORT"},
+		{[]string{"demo", "--dir", "/nonexistent/demo"}, exitFailure, "built without the demo's in-process broker: give --brokers HOST:PORT"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runCLI(nil, c.args...)
@@ -154,7 +162,7 @@ pipelines:
 		t.Fatal(err)
 	}
 	for _, cmd := range []string{"validate", "check", "run"} {
-		code, _, stderr := runCLI(nil, cmd, "-c", file)
+		code, _, stderr := runCLI(nil, cmd, "-F", file)
 		for _, want := range []string{
 			"pipelines.payments.kafka.producer.linger.msx: unknown librdkafka property; did you mean linger.ms?",
 			`pipelines.payments.kafka.producer.compression.type: librdkafka refuses "brotli": Invalid value "brotli" for configuration property`,
@@ -185,7 +193,7 @@ pipelines:
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI([]string{"CONN=AccountName=acct;AccountKey=s3cr3t!!"}, "validate", "-c", file)
+	code, stdout, stderr := runCLI([]string{"CONN=AccountName=acct;AccountKey=s3cr3t!!"}, "validate", "-F", file)
 	for _, want := range []string{
 		"pipelines.payments.stores.blob.connection_string: AccountKey is not base64",
 		`pipelines.payments.stores.blob.container: "Payloads_2026" is not a container name`,
@@ -204,7 +212,7 @@ pipelines:
 // the threshold comes from.
 func TestValidatePrintSaysWhatRunDerives(t *testing.T) {
 	env := []string{"OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-events-a"}
-	code, stdout, stderr := runCLI(env, "validate", "-c", "../../configs/local-filesystem.yaml", "--print")
+	code, stdout, stderr := runCLI(env, "validate", "-F", "../../configs/local-filesystem.yaml", "--print")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -234,7 +242,7 @@ pipelines:
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCLI(nil, "migrate", "translate-offsets", "-c", file, "--group", "orders-offloader", "--execute")
+	code, _, stderr := runCLI(nil, "migrate", "translate-offsets", "-F", file, "--group", "orders-offloader", "--execute")
 	if code != exitUsage || !strings.Contains(stderr, "orders-offloader is the pipeline's own group (source.group)") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
@@ -243,9 +251,28 @@ pipelines:
 // run --listen is checked as observability.listen is, before anything starts.
 func TestRunRefusesABadListenAddress(t *testing.T) {
 	for addr, want := range map[string]string{"9464": `"9464" is not host:port`, "0.0.0.0:99999": `port "99999" is not a number from 0 to 65535`} {
-		code, _, errOut := runCLI(nil, "run", "-c", "../../configs/local-filesystem.yaml", "--listen", addr)
+		code, _, errOut := runCLI(nil, "run", "-F", "../../configs/local-filesystem.yaml", "--listen", addr)
 		if code != exitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("--listen %s: exit %d, %q; want 2 saying %s", addr, code, errOut, want)
 		}
+	}
+}
+
+// offloader completion writes a completion script for each shell, and the
+// bash one completes the commands and a command's flags.
+func TestCompletionsGenerateForEveryShell(t *testing.T) {
+	for shell, want := range map[string]string{"bash": "__start_offloader", "zsh": "#compdef offloader", "fish": "complete -c offloader"} {
+		code, stdout, stderr := runCLI(nil, "completion", shell)
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("completion %s: exit %d, %d bytes without %q\n%s", shell, code, len(stdout), want, stderr)
+		}
+	}
+	code, stdout, _ := runCLI(nil, "__complete", "mig")
+	if code != exitOK || !strings.HasPrefix(stdout, "migrate\t") {
+		t.Errorf("completing mig: exit %d, %q; want migrate", code, stdout)
+	}
+	code, stdout, _ = runCLI(nil, "__complete", "cat", "--fo")
+	if code != exitOK || !strings.Contains(stdout, "--follow") || !strings.Contains(stdout, "--format-string") {
+		t.Errorf("completing cat --fo: exit %d, %q; want --follow, --format and --format-string", code, stdout)
 	}
 }

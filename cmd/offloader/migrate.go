@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/observability"
@@ -19,7 +21,7 @@ func migrateCommand() *command {
 	return &command{
 		name:    "migrate",
 		summary: "move an existing fat topic's history to the slim topic, verify it, move consumer groups over",
-		usage:   "-c FILE [--pipeline NAME] [--until TIME] [--start-from S] [--max-mb-per-s N] [--max-records-per-s N] [--deep] | verify ... | translate-offsets ...",
+		usage:   "-F FILE [--pipeline NAME] [--until TIME] [--start-from S] [--max-mb-per-s N] [--max-records-per-s N] [--deep] | verify ... | translate-offsets ...",
 		help: `
 Migrates the history of the pipeline's source topics into its slim topic:
 a bounded run of the same exactly-once engine as 'offloader run', with the
@@ -50,7 +52,7 @@ committed, the total, the percentage and the time left. When it has reached the 
 interrupted (SIGTERM, SIGINT) after the batch in hand was committed: run it
 again to go on.
 
-offloader migrate verify -c FILE [--deep]
+offloader migrate verify -F FILE [--deep]
   Checks, per source partition, the records the group has committed: the
   count of source records equals the slim records plus the dead-lettered
   ones, and a digest over (key, original value SHA-256, headers, timestamp)
@@ -60,7 +62,7 @@ offloader migrate verify -c FILE [--deep]
   records as they are (offload, compress_inline); records still waiting on a
   retry topic count as missing. Exit 1 on a mismatch.
 
-offloader migrate translate-offsets -c FILE --group G [--execute]
+offloader migrate translate-offsets -F FILE --group G [--execute]
   Moves consumer group G (a consumer of the fat topic) to the slim topic:
   on each slim partition its offset becomes exactly the first record whose
   source record G had not consumed, found through offloader-source (no
@@ -68,16 +70,7 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
   passed over; a partition G never committed on is left as it is. It prints
   the plan; --dry-run (the default) changes nothing, --execute applies it.
   It refuses a group with active members: stop its consumers first.`,
-		run: func(c *cli, args []string) int {
-			if len(args) > 0 {
-				switch args[0] {
-				case "verify":
-					return c.migrateVerify(args[1:])
-				case "translate-offsets":
-					return c.translateOffsets(args[1:])
-				}
-			}
-			fs := c.flags(find("migrate"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			until := fs.String("until", "", "stop at the first record at or after this RFC 3339 `TIME` (default: the end offsets at start-up)")
 			startFrom := fs.String("start-from", "", "where a group without a commit starts: earliest, latest or an RFC 3339 time (default: source.start_from)")
@@ -85,72 +78,71 @@ offloader migrate translate-offsets -c FILE --group G [--execute]
 			rps := fs.Float64("max-records-per-s", 0, "records read per second; 0: no limit")
 			deep := fs.Bool("deep", false, "parity: download every payload and check its SHA-256")
 			noVerify := fs.Bool("no-verify", false, "skip the parity check at the end")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			var untilTime time.Time
-			if *until != "" {
-				t, err := time.Parse(time.RFC3339, *until)
+			return func() int {
+				var untilTime time.Time
+				if *until != "" {
+					t, err := time.Parse(time.RFC3339, *until)
+					if err != nil {
+						return c.usageError(fs, "--until needs an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", *until)
+					}
+					untilTime = t
+				}
+				if *mbps < 0 || *rps < 0 {
+					return c.usageError(fs, "rate limits must not be negative")
+				}
+				p, code, ok := c.loadPipeline(fs.Name(), src)
+				if !ok {
+					return code
+				}
+				if *startFrom != "" {
+					if err := config.StartFrom(*startFrom).Validate(); err != nil {
+						return c.usageError(fs, "--start-from %v", err)
+					}
+					p.Source.StartFrom = config.StartFrom(*startFrom)
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				terminal := isTerminal(c.stderr)
+				level := p.Observability.LogLevel
+				format := p.Observability.LogFormat
+				if terminal {
+					format, level = "console", "warn" // the bar says how it goes
+				}
+				logger, err := observability.NewLogger(format, level)
 				if err != nil {
-					return c.usageError(fs, "--until needs an RFC 3339 time such as 2026-12-01T09:00:00Z, got %q", *until)
+					fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
+					return exitUsage
 				}
-				untilTime = t
-			}
-			if *mbps < 0 || *rps < 0 {
-				return c.usageError(fs, "rate limits must not be negative")
-			}
-			p, code, ok := c.loadPipeline(fs.Name(), src)
-			if !ok {
-				return code
-			}
-			if *startFrom != "" {
-				if err := config.StartFrom(*startFrom).Validate(); err != nil {
-					return c.usageError(fs, "--start-from %v", err)
+				defer logger.Sync()
+				o := daemon.Options{Bounded: true, Until: untilTime, MaxRecordsPerSecond: *rps, MaxStoreBytesPerSecond: *mbps * 1e6}
+				progress := &migrationProgress{p: p, now: time.Now}
+				if terminal {
+					progress.bar = c.stderr // the bar says how it goes
+				} else {
+					progress.log = logger.With(zap.String("command", "migrate"))
 				}
-				p.Source.StartFrom = config.StartFrom(*startFrom)
+				o.Started, o.Committed = progress.start, progress.add
+				defer progress.finish()
+				collectAtHeapLimit(p, logger)
+				res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, c.stdout)
+				if errors.Is(err, daemon.ErrStoppedBeforeStart) {
+					fmt.Fprintln(c.stdout, "migration interrupted before it started: nothing was copied; run the same command again")
+					return exitOK
+				}
+				if err != nil {
+					logger.Error("migration failed", zap.Error(err))
+					fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
+					return exitFailure
+				}
+				if !res.report.ReachedEnd {
+					fmt.Fprintln(c.stdout, "migration interrupted: what was committed stays; run the same command again to go on")
+					return exitOK
+				}
+				if *noVerify {
+					return exitOK
+				}
+				return c.verify(context.Background(), p, *deep, logger)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			terminal := isTerminal(c.stderr)
-			level := p.Observability.LogLevel
-			format := p.Observability.LogFormat
-			if terminal {
-				format, level = "console", "warn" // the bar says how it goes
-			}
-			logger, err := observability.NewLogger(format, level)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
-				return exitUsage
-			}
-			defer logger.Sync()
-			o := daemon.Options{Bounded: true, Until: untilTime, MaxRecordsPerSecond: *rps, MaxStoreBytesPerSecond: *mbps * 1e6}
-			progress := &migrationProgress{p: p, now: time.Now}
-			if terminal {
-				progress.bar = c.stderr // the bar says how it goes
-			} else {
-				progress.log = logger.With(zap.String("command", "migrate"))
-			}
-			o.Started, o.Committed = progress.start, progress.add
-			defer progress.finish()
-			collectAtHeapLimit(p, logger)
-			res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, c.stdout)
-			if errors.Is(err, daemon.ErrStoppedBeforeStart) {
-				fmt.Fprintln(c.stdout, "migration interrupted before it started: nothing was copied; run the same command again")
-				return exitOK
-			}
-			if err != nil {
-				logger.Error("migration failed", zap.Error(err))
-				fmt.Fprintf(c.stderr, "offloader migrate: %v\n", err)
-				return exitFailure
-			}
-			if !res.report.ReachedEnd {
-				fmt.Fprintln(c.stdout, "migration interrupted: what was committed stays; run the same command again to go on")
-				return exitOK
-			}
-			if *noVerify {
-				return exitOK
-			}
-			return c.verify(context.Background(), p, *deep, logger)
 		},
 	}
 }

@@ -3,22 +3,26 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 )
 
-var translateCommand = &command{
-	name:  "migrate translate-offsets",
-	usage: "-c FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force]",
-	help: `
+func translateCommand() *command {
+	return &command{
+		name:      "migrate translate-offsets",
+		summary:   "move a consumer group of the fat topic to the same records on the slim topic",
+		usage:     "-F FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force]",
+		exclusive: [][]string{{"dry-run", "execute"}},
+		help: `
 Moves consumer group G from the pipeline's source topics to its slim topic:
 on each slim partition G's committed offset becomes the first record whose
 source record G had not consumed (found through the offloader-source header
@@ -45,40 +49,37 @@ It prints the plan first. --dry-run (the default) changes nothing; --execute
 applies it; the two together are refused, as kafka-consumer-groups.sh
 refuses them. G must have no active member: stop its consumers, translate,
 then start them on the slim topic (with a resolver, read_committed). The
-pipeline's own group is refused: it stands on the source topics by design.
-
-Example:
-  offloader migrate translate-offsets -c pipeline.yaml --group billing --wait 10m --execute`,
+pipeline's own group is refused: it stands on the source topics by design.`,
+		example: `offloader migrate translate-offsets -F pipeline.yaml --group billing --wait 10m --execute`,
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
+			src := c.pipelineFlags(fs)
+			group := fs.String("group", "", "the consumer `GROUP` to move")
+			dryRun := fs.Bool("dry-run", true, "print the plan and change nothing")
+			execute := fs.Bool("execute", false, "apply the plan")
+			wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
+			force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
+			return func() int { return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *force) }
+		},
+	}
 }
 
-func (c *cli) translateOffsets(args []string) int {
-	fs := c.flags(translateCommand)
-	src := c.pipelineFlags(fs)
-	group := fs.String("group", "", "the consumer `GROUP` to move")
-	dryRun := fs.Bool("dry-run", true, "print the plan and change nothing (the default)")
-	execute := fs.Bool("execute", false, "apply the plan")
-	wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
-	force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
-	if code, ok := c.parse(fs, args); !ok {
-		return code
-	}
-	dryRunSet := false
-	fs.Visit(func(f *flag.Flag) { dryRunSet = dryRunSet || f.Name == "dry-run" })
+func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group string, dryRun, execute bool, wait time.Duration, force bool) int {
+	dryRunSet := fs.Changed("dry-run")
 	switch {
-	case *group == "":
+	case group == "":
 		return c.usageError(fs, "--group G is required: the consumer group of the fat topic to move")
-	case *execute && dryRunSet && *dryRun:
+	case execute && dryRunSet && dryRun:
 		return c.usageError(fs, "--dry-run and --execute contradict each other: give one (nothing was changed)")
-	case dryRunSet && !*dryRun && !*execute:
+	case dryRunSet && !dryRun && !execute:
 		return c.usageError(fs, "--dry-run=false does not apply the plan: give --execute (nothing was changed)")
-	case *wait < 0:
+	case wait < 0:
 		return c.usageError(fs, "--wait must not be negative")
 	}
 	p, code, ok := c.loadPipeline("migrate translate-offsets", src)
 	if !ok {
 		return code
 	}
-	if err := migration.CheckGroup(*group, p.Source.Group); err != nil {
+	if err := migration.CheckGroup(group, p.Source.Group); err != nil {
 		return c.usageError(fs, "%v", err)
 	}
 	logger, err := observability.NewLogger("console", "warn")
@@ -90,7 +91,7 @@ func (c *cli) translateOffsets(args []string) int {
 		fmt.Fprintf(c.stderr, "offloader migrate translate-offsets: %v\n", err)
 		return exitFailure
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+*wait)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+wait)
 	defer cancel()
 	cluster, closeCluster, err := daemon.Cluster(p, logger)
 	if err != nil {
@@ -98,35 +99,35 @@ func (c *cli) translateOffsets(args []string) int {
 	}
 	defer closeCluster()
 	plan, err := migration.PlanTranslation(ctx, cluster, migration.TranslateOptions{
-		Group: *group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
-		Wait: *wait,
+		Group: group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
+		Wait: wait,
 		Waiting: func(ahead []migration.Ahead) {
-			fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, *group, migration.Describe(ahead))
+			fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, group, migration.Describe(ahead))
 		},
 	})
 	if errors.Is(err, migration.ErrNoCommits) {
-		fmt.Fprintf(c.stdout, "group %s has no committed offset on %v: nothing to translate (on the slim topic it starts as its auto.offset.reset says)\n", *group, p.Source.Topics)
+		fmt.Fprintf(c.stdout, "group %s has no committed offset on %v: nothing to translate (on the slim topic it starts as its auto.offset.reset says)\n", group, p.Source.Topics)
 		return exitOK
 	}
 	if err != nil {
 		return fail(err)
 	}
 	printPlan(c.stdout, plan)
-	if err := plan.Refusal(*force); err != nil {
+	if err := plan.Refusal(force); err != nil {
 		return fail(err)
 	}
-	if !*execute {
-		fmt.Fprintf(c.stdout, "dry run: nothing was changed; --execute moves group %s as above\n", *group)
+	if !execute {
+		fmt.Fprintf(c.stdout, "dry run: nothing was changed; --execute moves group %s as above\n", group)
 		return exitOK
 	}
 	if len(plan.Apply) == 0 {
-		fmt.Fprintf(c.stdout, "nothing to move for group %s\n", *group)
+		fmt.Fprintf(c.stdout, "nothing to move for group %s\n", group)
 		return exitOK
 	}
-	if err := plan.Execute(ctx, cluster, *force); err != nil {
+	if err := plan.Execute(ctx, cluster, force); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(c.stdout, "moved group %s on %d partition(s) of %s; its consumers may start on the slim topic\n", *group, len(plan.Apply), p.SlimTopic)
+	fmt.Fprintf(c.stdout, "moved group %s on %d partition(s) of %s; its consumers may start on the slim topic\n", group, len(plan.Apply), p.SlimTopic)
 	return exitOK
 }
 

@@ -10,40 +10,43 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/observability"
 )
 
-var verifyCommand = &command{
-	name:  "migrate verify",
-	usage: "-c FILE [--pipeline NAME] [--deep]",
-	help: `
+func verifyCommand() *command {
+	return &command{
+		name:    "migrate verify",
+		summary: "check that every source record the pipeline committed is in the slim topic once or dead-lettered",
+		usage:   "-F FILE [--pipeline NAME] [--deep]",
+		help: `
 Checks the parity of what the pipeline's group has committed: per source
 partition, source records = slim records + dead-lettered ones, and the same
 digest over (key, original value SHA-256, headers, timestamp) in source order.
 --deep also downloads every payload and checks its SHA-256. Exit 1 on a
 mismatch, naming the partition and the first offset that differs.`,
-}
-
-func (c *cli) migrateVerify(args []string) int {
-	fs := c.flags(verifyCommand)
-	src := c.pipelineFlags(fs)
-	deep := fs.Bool("deep", false, "download every payload and check its SHA-256")
-	if code, ok := c.parse(fs, args); !ok {
-		return code
+		example: `offloader migrate verify -F pipeline.yaml --deep`,
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
+			src := c.pipelineFlags(fs)
+			deep := fs.Bool("deep", false, "download every payload and check its SHA-256")
+			return func() int {
+				p, code, ok := c.loadPipeline("migrate verify", src)
+				if !ok {
+					return code
+				}
+				logger, err := observability.NewLogger("console", "warn")
+				if err != nil {
+					return exitFailure
+				}
+				defer logger.Sync()
+				return c.verify(context.Background(), p, *deep, logger)
+			}
+		},
 	}
-	p, code, ok := c.loadPipeline("migrate verify", src)
-	if !ok {
-		return code
-	}
-	logger, err := observability.NewLogger("console", "warn")
-	if err != nil {
-		return exitFailure
-	}
-	defer logger.Sync()
-	return c.verify(context.Background(), p, *deep, logger)
 }
 
 // verify checks parity and prints the table; it returns the exit code.

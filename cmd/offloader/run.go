@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/observability"
@@ -23,7 +25,7 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		summary: "run a pipeline: raw topic -> transforms -> slim topic, exactly once",
-		usage:   "-c FILE [--pipeline NAME] [--until-end] [--listen ADDR]",
+		usage:   "-F FILE [--pipeline NAME] [--until-end] [--listen ADDR]",
 		help: `
 Runs one pipeline of the file until SIGTERM or SIGINT. The instance joins the
 pipeline's consumer group (read_committed), transforms each batch of records,
@@ -90,52 +92,50 @@ transaction is not committed, the batch is rewound and retried with a growing
 backoff (up to 30s). Until a batch commits again, /readyz answers 503 with the
 reason (paused: store "blob" unavailable since ...) and offloader_paused is 1;
 the pause and the resume are each logged once. Nothing is skipped.`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("run"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")
 			listen := fs.String("listen", "", "serve /metrics, /healthz, /readyz and the admin API at `ADDR` (host:port), in place of the file's observability.listen")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			if *listen != "" {
-				if err := config.CheckListen(*listen); err != nil {
-					return c.usageError(fs, "--listen %v", err)
+			return func() int {
+				if *listen != "" {
+					if err := config.CheckListen(*listen); err != nil {
+						return c.usageError(fs, "--listen %v", err)
+					}
+					// As an override of observability.listen, so that the file
+					// is validated with it (a pause_file needs a listener).
+					c.environ = append(c.environ, config.OverridePrefix+"OBSERVABILITY__LISTEN="+*listen)
 				}
-				// As an override of observability.listen, so that the file
-				// is validated with it (a pause_file needs a listener).
-				c.environ = append(c.environ, config.OverridePrefix+"OBSERVABILITY__LISTEN="+*listen)
-			}
-			p, code, ok := c.loadPipeline(fs.Name(), src)
-			if !ok {
-				return code
-			}
-			logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader run: %v\n", err)
-				return exitUsage
-			}
-			defer logger.Sync()
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			collectAtHeapLimit(p, logger)
-			stopWatch := exitIfStuck(ctx, daemon.ShutdownTimeout+shutdownGrace, func() {
-				logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
-					zap.Duration("after", daemon.ShutdownTimeout+shutdownGrace))
-				logger.Sync()
-				os.Exit(exitFailure)
-			})
-			defer stopWatch()
-			if _, err := runPipeline(ctx, p, logger, daemon.Options{Bounded: *untilEnd}, c.stdout); err != nil {
-				if errors.Is(err, daemon.ErrStoppedBeforeStart) {
-					logger.Info("stopped by a signal before the pipeline started: nothing was read", zap.Error(err))
-					return exitOK
+				p, code, ok := c.loadPipeline(fs.Name(), src)
+				if !ok {
+					return code
 				}
-				logger.Error("pipeline failed", zap.Error(err))
-				return exitFailure
+				logger, err := observability.NewLogger(p.Observability.LogFormat, p.Observability.LogLevel)
+				if err != nil {
+					fmt.Fprintf(c.stderr, "offloader run: %v\n", err)
+					return exitUsage
+				}
+				defer logger.Sync()
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				collectAtHeapLimit(p, logger)
+				stopWatch := exitIfStuck(ctx, daemon.ShutdownTimeout+shutdownGrace, func() {
+					logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
+						zap.Duration("after", daemon.ShutdownTimeout+shutdownGrace))
+					logger.Sync()
+					os.Exit(exitFailure)
+				})
+				defer stopWatch()
+				if _, err := runPipeline(ctx, p, logger, daemon.Options{Bounded: *untilEnd}, c.stdout); err != nil {
+					if errors.Is(err, daemon.ErrStoppedBeforeStart) {
+						logger.Info("stopped by a signal before the pipeline started: nothing was read", zap.Error(err))
+						return exitOK
+					}
+					logger.Error("pipeline failed", zap.Error(err))
+					return exitFailure
+				}
+				logger.Info("pipeline stopped")
+				return exitOK
 			}
-			logger.Info("pipeline stopped")
-			return exitOK
 		},
 	}
 }

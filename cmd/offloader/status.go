@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -17,7 +18,7 @@ import (
 
 const adminHelp = `
 The instance is found at --url, or at the observability.listen address of the
-pipeline in -c FILE, else $OFFLOADER_OBSERVABILITY__LISTEN, else
+pipeline in -F FILE, else $OFFLOADER_OBSERVABILITY__LISTEN, else
 127.0.0.1:9464 (an address on all interfaces, 0.0.0.0:9464, is reached on
 127.0.0.1). The bearer token is --token, else
 $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else the file's
@@ -29,7 +30,7 @@ func statusCommand() *command {
 	return &command{
 		name:    "status",
 		summary: "show what a running instance does: state, partitions and lag, last commit, pauses, stores",
-		usage:   "[--url URL | -c FILE [--pipeline NAME]] [--token T] [--json] [--healthz]",
+		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T] [--json] [--healthz]",
 		help: `
 Renders the admin API's GET /status of a running instance (offloader run) as
 tables: its state (RUNNING, PAUSED, UNASSIGNED, STOPPING, FAILED, or STARTING
@@ -44,41 +45,39 @@ image's HEALTHCHECK).
 ` + adminHelp + `
 
 Exit 1: the instance does not answer, refuses the token, or is unhealthy.`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("status"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			asJSON := fs.Bool("json", false, "print the status document as JSON")
 			healthz := fs.Bool("healthz", false, "only ask /healthz: exit 0 when healthy, 1 when not")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			client, code, ok := c.adminClient(fs.Name(), target)
-			if !ok {
-				return code
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), *target.timeout)
-			defer cancel()
-			if *healthz {
-				if err := client.Healthy(ctx); err != nil {
+			return func() int {
+				client, code, ok := c.adminClient(fs.Name(), target)
+				if !ok {
+					return code
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), *target.timeout)
+				defer cancel()
+				if *healthz {
+					if err := client.Healthy(ctx); err != nil {
+						fmt.Fprintf(c.stderr, "offloader status: %v\n", err)
+						return exitFailure
+					}
+					fmt.Fprintln(c.stdout, "healthy")
+					return exitOK
+				}
+				st, err := client.Status(ctx)
+				if err != nil {
 					fmt.Fprintf(c.stderr, "offloader status: %v\n", err)
 					return exitFailure
 				}
-				fmt.Fprintln(c.stdout, "healthy")
+				if *asJSON {
+					enc := json.NewEncoder(c.stdout)
+					enc.SetIndent("", "  ")
+					enc.Encode(st)
+					return exitOK
+				}
+				printStatus(c.stdout, st, time.Now())
 				return exitOK
 			}
-			st, err := client.Status(ctx)
-			if err != nil {
-				fmt.Fprintf(c.stderr, "offloader status: %v\n", err)
-				return exitFailure
-			}
-			if *asJSON {
-				enc := json.NewEncoder(c.stdout)
-				enc.SetIndent("", "  ")
-				enc.Encode(st)
-				return exitOK
-			}
-			printStatus(c.stdout, st, time.Now())
-			return exitOK
 		},
 	}
 }
@@ -87,7 +86,7 @@ func pauseCommand() *command {
 	return &command{
 		name:    "pause",
 		summary: "pause a running instance: it commits the batch in hand, then consumes nothing until resumed",
-		usage:   "[--url URL | -c FILE [--pipeline NAME]] [--token T] [--reason TEXT]",
+		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T] [--reason TEXT]",
 		help: `
 POST /pause on a running instance: it commits the batch in hand, then stops
 consuming the partitions it holds, and those a rebalance gives it, until
@@ -98,16 +97,14 @@ until a restart unless the pipeline sets observability.pause_file.
 It waits up to 30 s for the instance to obey and prints its status; if the
 batch in hand is still committing then, it says so (the pause follows).
 ` + adminHelp,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("pause"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			reason := fs.String("reason", "", "why, shown by offloader status (at most 256 bytes)")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
+			return func() int {
+				return c.steer(fs.Name(), target, func(ctx context.Context, cl *admin.Client) (admin.Status, bool, error) {
+					return cl.Pause(ctx, *reason)
+				})
 			}
-			return c.steer(fs.Name(), target, func(ctx context.Context, cl *admin.Client) (admin.Status, bool, error) {
-				return cl.Pause(ctx, *reason)
-			})
 		},
 	}
 }
@@ -116,22 +113,20 @@ func resumeCommand() *command {
 	return &command{
 		name:    "resume",
 		summary: "resume an instance an operator paused",
-		usage:   "[--url URL | -c FILE [--pipeline NAME]] [--token T]",
+		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T]",
 		help: `
 POST /resume on a running instance paused by offloader pause (or POST
 /pause): it consumes again from its committed offsets, and removes the
 observability.pause_file if the pipeline sets one. A pause for an unavailable
 store ends by itself once the store answers; resume does not end that one.
 ` + adminHelp,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("resume"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
-			if code, ok := c.parse(fs, args); !ok {
-				return code
+			return func() int {
+				return c.steer(fs.Name(), target, func(ctx context.Context, cl *admin.Client) (admin.Status, bool, error) {
+					return cl.Resume(ctx)
+				})
 			}
-			return c.steer(fs.Name(), target, func(ctx context.Context, cl *admin.Client) (admin.Status, bool, error) {
-				return cl.Resume(ctx)
-			})
 		},
 	}
 }
@@ -143,10 +138,10 @@ type adminTarget struct {
 	timeout    *time.Duration
 }
 
-func (c *cli) adminFlags(fs *flag.FlagSet) adminTarget {
+func (c *cli) adminFlags(fs *pflag.FlagSet) adminTarget {
 	return adminTarget{
-		url:      fs.String("url", "", "the instance's listener, such as http://127.0.0.1:9464 (default: -c FILE's observability.listen, else that)"),
-		token:    fs.String("token", "", "bearer token of the admin API (default $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else -c FILE's observability.admin_token)"),
+		url:      fs.String("url", "", "the instance's listener, such as http://127.0.0.1:9464 (default: -F FILE's observability.listen, else that)"),
+		token:    fs.String("token", "", "bearer token of the admin API (default $OFFLOADER_OBSERVABILITY__ADMIN_TOKEN, else -F FILE's observability.admin_token)"),
 		pipeline: c.pipelineFlags(fs),
 		timeout:  fs.Duration("timeout", 45*time.Second, "how long to wait for the answer"),
 	}

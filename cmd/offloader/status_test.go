@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -70,14 +72,14 @@ func TestStatusFindsTheInstance(t *testing.T) {
 	}{
 		{nil, nil, "http://127.0.0.1:9464", "", exitOK, ""},
 		{[]string{"OFFLOADER_OBSERVABILITY__LISTEN=0.0.0.0:9500", "OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=env-token"}, nil, "http://127.0.0.1:9500", "env-token", exitOK, ""},
-		{nil, []string{"-c", withToken}, "http://127.0.0.1:7001", "file-token-0123456789", exitOK, ""},
-		{nil, []string{"-c", withToken, "--url", "10.0.0.5:9464", "--token", "flag-token"}, "http://10.0.0.5:9464", "flag-token", exitOK, ""},
-		{nil, []string{"-c", file(`{listen: ""}`)}, "", "", exitUsage, "sets no observability.listen"},
+		{nil, []string{"-F", withToken}, "http://127.0.0.1:7001", "file-token-0123456789", exitOK, ""},
+		{nil, []string{"-F", withToken, "--url", "10.0.0.5:9464", "--token", "flag-token"}, "http://10.0.0.5:9464", "flag-token", exitOK, ""},
+		{nil, []string{"-F", file(`{listen: ""}`)}, "", "", exitUsage, "sets no observability.listen"},
 	}
 	for _, c := range cases {
 		var stderr bytes.Buffer
 		cl := &cli{stderr: &stderr, stdout: &bytes.Buffer{}, environ: c.env}
-		fs := cl.flags(find("status"))
+		fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
 		target := cl.adminFlags(fs)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)

@@ -2,11 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"go.yaml.in/yaml/v3"
 
@@ -21,7 +22,7 @@ func validateCommand() *command {
 	return &command{
 		name:    "validate",
 		summary: "check a pipeline file and list every problem in it",
-		usage:   "-c FILE [--pipeline NAME] [--print]",
+		usage:   "-F FILE [--pipeline NAME] [--print]",
 		help: `
 Loads the pipeline file the way 'run' does (environment interpolation, OFFLOADER_
 overrides, strict keys, defaults, cross-field rules) without connecting to Kafka
@@ -39,40 +40,38 @@ first.
 
 --print shows the effective configuration of the chosen pipeline with defaults
 filled in and secrets redacted.`,
-		run: func(c *cli, args []string) int {
-			fs := c.flags(find("validate"))
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			print := fs.Bool("print", false, "print the effective pipeline configuration, secrets redacted")
-			if code, ok := c.parse(fs, args); !ok {
-				return code
-			}
-			f, code, ok := c.loadFile(fs.Name(), src)
-			if !ok {
-				return code
-			}
-			file, pipeline := src.file, src.name
-			p, err := f.Select(*pipeline)
-			if err != nil && (*print || *pipeline != "") {
-				fmt.Fprintf(c.stderr, "%s: %v\n", *file, err)
-				return exitUsage
-			}
-			if *print {
-				out, err := yaml.Marshal(map[string]any{"pipelines": map[string]any{p.Name: settings.Encode(p)}})
-				if err != nil {
-					fmt.Fprintf(c.stderr, "offloader validate: %v\n", err)
-					return exitFailure
+			return func() int {
+				f, code, ok := c.loadFile(fs.Name(), src)
+				if !ok {
+					return code
 				}
-				c.stdout.Write(out)
-				fmt.Fprint(c.stdout, derived(p))
+				file, pipeline := src.file, src.name
+				p, err := f.Select(*pipeline)
+				if err != nil && (*print || *pipeline != "") {
+					fmt.Fprintf(c.stderr, "%s: %v\n", *file, err)
+					return exitUsage
+				}
+				if *print {
+					out, err := yaml.Marshal(map[string]any{"pipelines": map[string]any{p.Name: settings.Encode(p)}})
+					if err != nil {
+						fmt.Fprintf(c.stderr, "offloader validate: %v\n", err)
+						return exitFailure
+					}
+					c.stdout.Write(out)
+					fmt.Fprint(c.stdout, derived(p))
+					return exitOK
+				}
+				fmt.Fprintf(c.stdout, "%s: valid (%d pipeline%s)\n", *file, len(f.Pipelines), plural(len(f.Pipelines)))
+				for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
+					for _, w := range f.Pipelines[name].Warnings() {
+						fmt.Fprintf(c.stderr, "warning: %s\n", w)
+					}
+				}
 				return exitOK
 			}
-			fmt.Fprintf(c.stdout, "%s: valid (%d pipeline%s)\n", *file, len(f.Pipelines), plural(len(f.Pipelines)))
-			for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
-				for _, w := range f.Pipelines[name].Warnings() {
-					fmt.Fprintf(c.stderr, "warning: %s\n", w)
-				}
-			}
-			return exitOK
 		},
 	}
 }
@@ -96,24 +95,11 @@ func derived(p *config.Pipeline) string {
 	return b.String()
 }
 
-// pipelineSource is the -c and --pipeline flags shared by the commands that read
-// a pipeline file.
-type pipelineSource struct {
-	file, name *string
-}
-
-func (c *cli) pipelineFlags(fs *flag.FlagSet) pipelineSource {
-	return pipelineSource{
-		file: fs.String("c", "", "pipeline `FILE` (YAML)"),
-		name: fs.String("pipeline", "", "pipeline `NAME`; optional when the file defines one"),
-	}
-}
-
 // loadFile loads and validates the pipeline file, printing every problem. It
 // returns false with the exit code when the command must stop.
 func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool) {
 	if *src.file == "" {
-		fmt.Fprintf(c.stderr, "offloader %s: -c FILE is required\n", cmd)
+		fmt.Fprintf(c.stderr, "offloader %s: -F FILE is required: the pipeline file (--config FILE)\n", cmd)
 		return nil, exitUsage, false
 	}
 	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/spf13/pflag"
+
 	"github.com/offloader/offloader/internal/kafka"
 )
 
@@ -12,12 +14,11 @@ func versionCommand() *command {
 		name:    "version",
 		summary: "print the version, commit and librdkafka version",
 		help:    `Prints offloader's version and commit, the Go version it was built with, and the version of the librdkafka bundled into it.`,
-		run: func(c *cli, args []string) int {
-			if code, ok := c.parse(c.flags(find("version")), args); !ok {
-				return code
+		setup: func(c *cli, fs *pflag.FlagSet) func() int {
+			return func() int {
+				fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafka.LibraryVersion())
+				return exitOK
 			}
-			fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafka.LibraryVersion())
-			return exitOK
 		},
 	}
 }
