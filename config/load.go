@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +30,11 @@ type Options struct {
 	// Environ is the environment as os.Environ returns it: the source of ${VAR}
 	// interpolation and OFFLOADER_ overrides. Nil means no environment.
 	Environ []string
+	// CheckKafka, when set, checks each pipeline's Kafka client settings
+	// (the librdkafka properties, which only the Kafka edge knows), in the
+	// same pass as the file's other rules, so that every problem is
+	// reported at once.
+	CheckKafka func(path string, p *Pipeline) settings.Problems
 }
 
 // OverridePrefix starts the environment variables that override settings of the
@@ -77,6 +84,7 @@ func Load(path string, opts Options) (*File, error) {
 	}
 	env := environ(opts.Environ)
 	var problems settings.Problems
+	var overridden map[string]string // a setting's path: the variable that set it
 	secrets := secretValues{}
 	// Interpolation first: an override's value is taken as it is, never
 	// expanded (a password may contain "${").
@@ -99,6 +107,7 @@ func Load(path string, opts Options) (*File, error) {
 				problems.Add("", "applying %s overrides: %v", OverridePrefix, err)
 			} else {
 				raw = merged.Raw()
+				overridden = overrides.paths(name)
 			}
 		}
 	}
@@ -109,7 +118,26 @@ func Load(path string, opts Options) (*File, error) {
 		redact.Secret(v) // the values of secret-named settings: nothing printed from now on quotes them
 	}
 	f := decodeFile(raw, &problems)
+	if opts.CheckKafka != nil {
+		for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
+			problems = append(problems, opts.CheckKafka("pipelines."+name, f.Pipelines[name])...)
+		}
+	}
+	nameOverrides(problems, overridden)
 	return f, secrets.redact(problems).Err()
+}
+
+// nameOverrides says, in each problem at a path an environment override set
+// (or under it), which variable set it: the file does not hold that value.
+func nameOverrides(problems settings.Problems, overridden map[string]string) {
+	for i, p := range problems {
+		for path, envVar := range overridden {
+			if p.Path == path || strings.HasPrefix(p.Path, path+".") {
+				problems[i].Message += " (set by $" + envVar + ")"
+				break
+			}
+		}
+	}
 }
 
 // readBounded reads a regular file of at most MaxFileSize bytes; the problem
@@ -273,6 +301,25 @@ func overrideTarget(raw map[string]any, chosen string) (string, error) {
 	return "", fmt.Errorf("%s environment overrides are set but the file defines %d pipelines: choose one with --pipeline", OverridePrefix, len(pipelines))
 }
 
+// paths are the dotted paths the overrides set under pipelines.<name>, each
+// with its variable.
+func (o overrides) paths(name string) map[string]string {
+	out := map[string]string{}
+	for envVar := range o {
+		out[strings.Join(o.segments(envVar, name), ".")] = envVar
+	}
+	return out
+}
+
+// segments is the path an override variable sets under pipelines.<name>.
+func (o overrides) segments(envVar, name string) []string {
+	segs := strings.Split(strings.ToLower(strings.TrimPrefix(envVar, OverridePrefix)), "__")
+	if len(segs) == 3 && segs[0] == "kafka" && (segs[1] == "consumer" || segs[1] == "producer") {
+		segs[2] = strings.ReplaceAll(segs[2], "_", ".")
+	}
+	return append([]string{"pipelines", name}, segs...)
+}
+
 // tree turns the overrides into a nested map under pipelines.<name>. Where the
 // file holds a list at the path, the value is split at commas.
 func (o overrides) tree(name string, raw map[string]any) map[string]any {
@@ -283,11 +330,7 @@ func (o overrides) tree(name string, raw map[string]any) map[string]any {
 	}
 	sort.Strings(vars)
 	for _, envVar := range vars {
-		segs := strings.Split(strings.ToLower(strings.TrimPrefix(envVar, OverridePrefix)), "__")
-		if len(segs) == 3 && segs[0] == "kafka" && (segs[1] == "consumer" || segs[1] == "producer") {
-			segs[2] = strings.ReplaceAll(segs[2], "_", ".")
-		}
-		full := append([]string{"pipelines", name}, segs...)
+		full := o.segments(envVar, name)
 		var value any = o[envVar]
 		if _, isList := lookup(raw, full).([]any); isList {
 			var items []any

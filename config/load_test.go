@@ -134,6 +134,49 @@ pipelines:
 	}
 }
 
+// A problem with a setting an environment override gave names the variable
+// (the file does not hold the value), and the Kafka check a caller hooks in
+// reports in the same pass as the file's own problems.
+func TestProblemsNameTheOverrideAndComeInOnePass(t *testing.T) {
+	file := writeFile(t, `
+pipelines:
+  orders:
+    kafka: {bootstrap_servers: "k:9092", producer: {linger.msx: 5}}
+    source: {topics: [a], group: g}
+    slim_topic: b
+    commit: {interval: fast}
+`)
+	env := []string{"OFFLOADER_SLIMTOPIC=b2", "OFFLOADER_COMMIT__MAX_RECORDS=many"}
+	checked := ""
+	_, err := config.Load(file, config.Options{Environ: env, CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
+		checked = path
+		var ps settings.Problems
+		for k := range p.Kafka.Producer {
+			ps.Add(path+".kafka.producer."+k, "unknown librdkafka property")
+		}
+		return ps
+	}})
+	var problems settings.Problems
+	if !errors.As(err, &problems) || checked != "pipelines.orders" {
+		t.Fatalf("%v (the Kafka check saw %q)", err, checked)
+	}
+	want := []string{
+		`pipelines.orders.commit.interval: must be a duration`,
+		`pipelines.orders.commit.max_records: `,
+		`(set by $OFFLOADER_COMMIT__MAX_RECORDS)`,
+		`pipelines.orders.kafka.producer.linger.msx: unknown librdkafka property`,
+		`pipelines.orders.slimtopic: unknown key (did you mean "slim_topic"?) (set by $OFFLOADER_SLIMTOPIC)`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the problems lack %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "interval: must be a duration with a unit such as 100ms, 30s or 5m, got \"fast\" (set by") {
+		t.Errorf("a setting of the file is said to come from a variable:\n%v", err)
+	}
+}
+
 // TestEncodeRedactsSecrets: printed or logged configs never show credentials.
 func TestEncodeRedactsSecrets(t *testing.T) {
 	file := writeFile(t, `

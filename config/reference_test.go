@@ -72,7 +72,7 @@ Strings may use ` + "`${VAR}`" + ` and ` + "`${VAR:-default}`" + `; any key may 
 an environment variable: ` + "`OFFLOADER_`" + ` and the key path in upper case, ` + "`__`" + `
 between levels (` + "`OFFLOADER_KAFKA__TRANSACTIONAL_ID`" + `). Durations are Go
 durations (` + "`100ms`, `30s`, `720h`" + `), sizes are bytes or ` + "`KiB`/`MiB`/`GiB`" + `.
-` + "`offloader validate -c FILE --print`" + ` shows a file with every default filled in.
+` + "`offloader validate -F FILE --print`" + ` shows a file with every default filled in.
 `
 
 type keyReference struct {

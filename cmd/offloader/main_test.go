@@ -176,13 +176,14 @@ pipelines:
 
 // TestValidateParsesStoreSettings: a malformed connection string and a bad
 // container name are found by validate, at their paths, without quoting the
-// secret.
+// secret, and in the same pass the librdkafka properties that the bundled
+// librdkafka refuses.
 func TestValidateParsesStoreSettings(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "p.yaml")
 	body := `
 pipelines:
   payments:
-    kafka: {bootstrap_servers: "127.0.0.1:19092"}
+    kafka: {bootstrap_servers: "127.0.0.1:19092", producer: {linger.msx: 5, compression.type: zstandard}}
     source: {topics: [payments.raw], group: g}
     slim_topic: payments.slim
     stores:
@@ -197,6 +198,8 @@ pipelines:
 	for _, want := range []string{
 		"pipelines.payments.stores.blob.connection_string: AccountKey is not base64",
 		`pipelines.payments.stores.blob.container: "Payloads_2026" is not a container name`,
+		"pipelines.payments.kafka.producer.linger.msx: unknown librdkafka property; did you mean linger.ms?",
+		`pipelines.payments.kafka.producer.compression.type: librdkafka refuses "zstandard"`,
 	} {
 		if code != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, want %d and %q:\n%s%s", code, exitUsage, want, stdout, stderr)

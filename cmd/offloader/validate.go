@@ -102,19 +102,15 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 		fmt.Fprintf(c.stderr, "offloader %s: -F FILE is required: the pipeline file (--config FILE)\n", cmd)
 		return nil, exitUsage, false
 	}
-	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ})
+	// The Kafka client properties are checked as the bundled librdkafka
+	// reads them, with the file's other rules: a typo fails here with its
+	// path, not at run time, and beside every other problem.
+	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ,
+		CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
+			return kafka.CheckProperties(path, daemon.KafkaClient(p))
+		}})
 	if err != nil {
 		c.reportConfigError(*src.file, err)
-		return nil, exitUsage, false
-	}
-	// The Kafka client properties, as the bundled librdkafka reads them: a
-	// typo fails here with its path, not at run time.
-	var problems settings.Problems
-	for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
-		problems = append(problems, kafka.CheckProperties("pipelines."+name, daemon.KafkaClient(f.Pipelines[name]))...)
-	}
-	if len(problems) > 0 {
-		c.reportConfigError(*src.file, problems)
 		return nil, exitUsage, false
 	}
 	return f, exitOK, true
