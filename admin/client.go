@@ -128,7 +128,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*ht
 	}
 	resp, err := hc.Do(req)
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return nil, fmt.Errorf("nothing answers at %s: is the instance running, and is this its observability.listen address? (--url or -c FILE)", c.URL)
+		return nil, fmt.Errorf("nothing answers at %s: is the instance running, and is this its observability.listen address? (--url or -F FILE)", c.URL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)

@@ -15,7 +15,10 @@ import (
 // StoreCheck is one line of check's store table: a check of a store and
 // its verdict (ok, FAILS, or WARN: and why).
 type StoreCheck struct {
-	Store, Type, Check, Verdict string
+	Store   string `json:"store"`
+	Type    string `json:"type"`
+	Check   string `json:"check"`
+	Verdict string `json:"verdict"`
 }
 
 // CheckStores opens each of the pipeline's stores as run does at start-up

@@ -25,7 +25,7 @@ func BenchmarkMigration(b *testing.B) {
 		records, bytes := big+small, float64(big<<20+small<<10)
 
 		started := time.Now()
-		out, err := exec.Command(offloaderBinary(b), "analyze", "-b", bootstrap, "-t", raw, "--json").CombinedOutput()
+		out, err := exec.Command(offloaderBinary(b), "analyze", "-b", bootstrap, "-t", raw, "--output", "json").CombinedOutput()
 		if err != nil {
 			b.Fatalf("analyze: %v\n%s", err, out)
 		}

@@ -96,7 +96,7 @@ func TestGCUnderFire(t *testing.T) {
 	var gcMu sync.Mutex
 	var runs, stopped, deleted int64
 	every(100*time.Millisecond, func() {
-		out, err := exec.Command(offloaderBinary(t), "gc", "-F", cfg, "--grace", gcGrace.String(), "--json").Output()
+		out, err := exec.Command(offloaderBinary(t), "gc", "-F", cfg, "--grace", gcGrace.String(), "--output", "json").Output()
 		var rep gcReport
 		if len(out) > 0 && json.Unmarshal(out, &rep) != nil {
 			t.Errorf("gc printed no report: %s", out)

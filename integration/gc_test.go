@@ -59,7 +59,7 @@ type gcReport struct {
 // runGC runs offloader gc --json with args and returns its exit code and report.
 func runGC(t *testing.T, cfg string, args ...string) (int, gcReport, string) {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--json"}, args...)...)
+	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--output", "json"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -325,7 +325,7 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 		recs = append(recs, sourceRecord{partition: int32(i % 2), key: []byte("k"), value: bytes.Repeat([]byte{'x'}, (i+1)*10<<10)})
 	}
 	produceRecords(t, raw, recs)
-	out, err := exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", raw, "--threshold", "500KiB", "--json", "--top", "2").Output()
+	out, err := exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", raw, "--threshold", "500KiB", "--output", "json", "--top", "2").Output()
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}

@@ -95,7 +95,7 @@ func TestSampleReadsTheLastRecordsOfATransactionalTopic(t *testing.T) {
 		}
 	}
 
-	out, err = exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", topic, "--sample", fmt.Sprint(n), "--json").Output()
+	out, err = exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", topic, "--sample", fmt.Sprint(n), "--output", "json").Output()
 	if err != nil {
 		t.Fatalf("analyze --sample %d: %v\n%s", n, err, out)
 	}
@@ -156,7 +156,7 @@ transforms:
 	if out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--sample", "0").CombinedOutput(); err != nil {
 		t.Errorf("check --sample 0 (the if: not tried): %v\n%s", err, out)
 	}
-	out, err = exec.Command(offloaderBinary(t), "analyze", "-F", cfg, "--json").Output()
+	out, err = exec.Command(offloaderBinary(t), "analyze", "-F", cfg, "--output", "json").Output()
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}

@@ -125,7 +125,8 @@ type Row struct {
 
 // Problem is a misalignment and the change that fixes it.
 type Problem struct {
-	What, Fix string
+	What string `json:"what"`
+	Fix  string `json:"fix"`
 }
 
 // AddPipeline adds the figures of p itself to those read from the cluster:

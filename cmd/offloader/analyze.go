@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/signal"
@@ -24,10 +23,10 @@ func analyzeCommand() *command {
 	return &command{
 		name:    "analyze",
 		summary: "what offloading would do to a topic: sizes, largest records, offload figures, size gates broken today",
-		usage:   "[-F FILE | -b BROKERS -t TOPIC] [-p N] [-o START] [--to END] [--sample N] [--threshold SIZE|auto] [--json]",
+		usage:   "[-F FILE | -b BROKERS -t TOPIC] [-p N] [-o START] [--to END] [--sample N] [--threshold SIZE|auto] [--output json]",
 		help: `
 Reads a topic (read_committed, without joining a group or changing anything)
-and reports, for people or (--json) for tools:
+and reports, for people or (--output json) for tools:
 
   - records and bytes per partition;
   - a size histogram in powers of two, with p50, p90, p99 and the maximum;
@@ -55,7 +54,6 @@ partition: quick on a large topic).`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			var bootstrap, topic, from, to, threshold string
 			var sample, top int
-			var asJSON bool
 			props := map[string]string{}
 			var parts []int32
 			src := c.pipelineFlags(fs)
@@ -68,8 +66,11 @@ partition: quick on a large topic).`,
 			fs.IntVar(&sample, "sample", 0, "only the last `N` records of each partition")
 			fs.StringVar(&threshold, "threshold", "", "offload threshold: a `SIZE` or auto (default: the pipeline's, else auto)")
 			fs.IntVar(&top, "top", 10, "how many of the largest records to list")
-			fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+			output := outputFlag(fs)
 			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
 				start, err := parseStart(from)
 				switch {
 				case err != nil:
@@ -143,10 +144,8 @@ partition: quick on a large topic).`,
 					fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
 					return exitFailure
 				}
-				if asJSON {
-					enc := json.NewEncoder(c.stdout)
-					enc.SetIndent("", "  ")
-					enc.Encode(rep)
+				if output.json() {
+					c.printJSON(rep)
 					return exitOK
 				}
 				printAnalysis(c.stdout, rep)

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"text/tabwriter"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -74,20 +74,29 @@ passes by is not offloaded: over the slim topic's limit, run sends it to the
 dead-letter topic. check then reads the last --sample records of each source
 partition, applies the predicate as run would, and names each sampled record
 bound for the dead-letter topic as a problem (--sample 0 skips this).`,
+		example: `offloader check -F pipeline.yaml
+offloader check -F pipeline.yaml --create-missing
+offloader check -F pipeline.yaml --output json | jq .ok`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			create := fs.Bool("create-missing", false, "create missing slim, retry and dead-letter topics with aligned settings")
 			sample := fs.Int("sample", 1000, "with an if: on the offload step, the last `N` records of each source partition to try it on (0: none)")
+			kafkaTimeout := fs.Duration("kafka-timeout", 30*time.Second, "how long Kafka has to answer (each store has the file's errors.store_budget)")
+			output := outputFlag(fs)
 			return func() int {
-				if *sample < 0 {
+				switch {
+				case *sample < 0:
 					return c.usageError(fs, "--sample must not be negative")
+				case *kafkaTimeout <= 0:
+					return c.usageError(fs, "--kafka-timeout must be above 0")
+				}
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
 				}
 				p, code, ok := c.loadPipeline(fs.Name(), src)
 				if !ok {
 					return code
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
 				// The Kafka client's own warnings (a broker that cannot be
 				// reached) go to stderr in the console format.
 				logger, err := observability.NewLogger("console", "warn")
@@ -96,90 +105,83 @@ bound for the dead-letter topic as a problem (--sample 0 skips this).`,
 					return exitFailure
 				}
 				defer logger.Sync()
-				code = exitOK
-				if !surveyKafka(ctx, c, p, logger, *create) {
-					code = exitFailure
-				} else if !c.samplePredicate(ctx, p, *sample) {
-					code = exitFailure
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				rep := c.check(ctx, p, logger, *create, *sample, *kafkaTimeout)
+				if output.json() {
+					c.printJSON(rep)
+				} else {
+					rep.print(c.stdout, c.stderr)
 				}
-				rows, problems := daemon.CheckStores(ctx, p)
-				printStores(c.stdout, rows, problems)
-				if len(problems) > 0 {
-					code = exitFailure
+				if !rep.OK {
+					return exitFailure
 				}
-				return code
+				return exitOK
 			}
 		},
 	}
 }
 
-// surveyKafka prints the limit table (creating missing topics first when
-// create is set), and reports whether every limit fits.
-func surveyKafka(ctx context.Context, c *cli, p *config.Pipeline, logger *zap.Logger, create bool) bool {
-	figures, err := daemon.Survey(ctx, p, logger)
+// check checks p's topics and limits on Kafka (within kafkaTimeout), tries
+// the offload step's if: on samples, and probes each store (within its own
+// budget), one after the other, each with its own time: a Kafka that does
+// not answer leaves the stores their time, and is named as the cause.
+func (c *cli) check(ctx context.Context, p *config.Pipeline, logger *zap.Logger, create bool, sample int, kafkaTimeout time.Duration) *checkReport {
+	rep := &checkReport{Kafka: checkKafka{Bootstrap: p.Kafka.BootstrapServers, Created: []string{}, Limits: []checkRow{}, Problems: []limits.Problem{}}}
+	fmt.Fprintf(c.stderr, "checking Kafka at %s (up to %s)\n", p.Kafka.BootstrapServers, kafkaTimeout)
+	kctx, cancel := context.WithTimeout(ctx, kafkaTimeout)
+	figures, err := daemon.Survey(kctx, p, logger)
+	if err == nil && create {
+		figures, rep.Kafka.Created, err = daemon.CreateMissing(kctx, p, figures, logger)
+	}
+	cancel()
 	if err != nil {
-		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-		return false
-	}
-	if create {
-		var created []string
-		figures, created, err = daemon.CreateMissing(ctx, p, figures, logger)
-		for _, t := range created {
-			fmt.Fprintf(c.stdout, "created topic %s\n", t)
+		rep.Kafka.Error = err.Error()
+		if kctx.Err() != nil || figures == nil {
+			rep.Kafka.Fix = c.bootstrapFix(p, kafkaTimeout)
 		}
-		if err != nil {
-			fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-			return false
+	} else {
+		rep.Kafka.Reached = true
+		rows, problems := limits.Check(figures)
+		for _, r := range rows {
+			rep.Kafka.Limits = append(rep.Kafka.Limits, checkRow{Topic: r.Topic, Role: r.Role, Gate: r.Gate, Limit: r.Limit, Largest: r.Largest, OK: r.OK})
+		}
+		rep.Kafka.Problems = append(rep.Kafka.Problems, problems...)
+		if len(problems) == 0 && sample > 0 {
+			sctx, cancel := context.WithTimeout(ctx, kafkaTimeout*time.Duration(len(p.Source.Topics)))
+			read, problems, err := daemon.SampleOffloadIf(sctx, p, sample)
+			cancel()
+			if read >= 0 || err != nil {
+				rep.Sample = &checkSample{PerPartition: sample, Records: max(read, 0), Problems: problems}
+				if err != nil {
+					rep.Sample.Error = err.Error()
+				}
+			}
 		}
 	}
-	rows, problems := limits.Check(figures)
-	printLimits(c.stdout, rows, problems)
-	return len(problems) == 0
+	for name, spec := range p.Stores {
+		fmt.Fprintf(c.stderr, "checking store %s (%s, up to %s)\n", name, spec.Type, p.Errors.StoreBudget)
+	}
+	rows, problems := daemon.CheckStores(ctx, p)
+	rep.Stores = checkStores{Checks: rows, Problems: problems}
+	if rep.Stores.Checks == nil {
+		rep.Stores.Checks = []daemon.StoreCheck{}
+	}
+	if rep.Stores.Problems == nil {
+		rep.Stores.Problems = []limits.Problem{}
+	}
+	rep.OK = rep.Kafka.Reached && len(rep.Kafka.Problems) == 0 && len(rep.Stores.Problems) == 0 &&
+		(rep.Sample == nil || rep.Sample.Error == "" && len(rep.Sample.Problems) == 0)
+	return rep
 }
 
-func printLimits(w io.Writer, rows []limits.Row, problems []limits.Problem) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tROLE\tGATE\tLIMIT\tLARGEST RECORD\tVERDICT")
-	for _, r := range rows {
-		verdict := "ok"
-		if !r.OK {
-			verdict = "FAILS"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.Topic, r.Role, r.Gate, r.Limit, r.Largest, verdict)
+// bootstrapFix says what to change when Kafka did not answer: the setting
+// (or the variable that overrides it) and the reachability of the brokers.
+func (c *cli) bootstrapFix(p *config.Pipeline, timeout time.Duration) string {
+	where := "kafka.bootstrap_servers in the pipeline file"
+	if env := c.getenv(config.OverridePrefix + "KAFKA__BOOTSTRAP_SERVERS"); env != "" {
+		where = "$" + config.OverridePrefix + "KAFKA__BOOTSTRAP_SERVERS (it overrides kafka.bootstrap_servers)"
 	}
-	tw.Flush()
-	printProblems(w, problems, "all limits are aligned", "problem")
-}
-
-// printProblems lists problems, each with its fix, or says allGood.
-func printProblems(w io.Writer, problems []limits.Problem, allGood, noun string) {
-	if len(problems) == 0 {
-		fmt.Fprintln(w, "\n"+allGood)
-		return
-	}
-	fmt.Fprintf(w, "\n%d %s%s:\n", len(problems), noun, plural(len(problems)))
-	for _, p := range problems {
-		fmt.Fprintf(w, "- %s\n  fix: %s\n", p.What, p.Fix)
-	}
-}
-
-// samplePredicate tries the offload step's if: on the last n records of each
-// source partition (daemon.SampleOffloadIf) and prints those that run would
-// send to the dead-letter topic, as problems. It reports whether there are
-// none (true when the step has no if:, or n is 0).
-func (c *cli) samplePredicate(ctx context.Context, p *config.Pipeline, n int) bool {
-	if n == 0 {
-		return true
-	}
-	read, problems, err := daemon.SampleOffloadIf(ctx, p, n)
-	switch {
-	case err != nil:
-		fmt.Fprintf(c.stderr, "offloader check: %v\n", err)
-		return false
-	case read < 0:
-		return true // the offload step has no if:
-	}
-	fmt.Fprintf(c.stdout, "\nthe offload step's if: tried on %d records (the last %d of each source partition)\n", read, n)
-	printProblems(c.stdout, problems, "no sampled record is bound for the dead-letter topic", "problem")
-	return len(problems) == 0
+	return fmt.Sprintf("no broker at %s answered within %s: check %s, that the brokers are up and reachable from here (kafka-broker-api-versions.sh --bootstrap-server %s), and kafka.consumer's security settings (security.protocol, sasl.*)",
+		p.Kafka.BootstrapServers, timeout, where, p.Kafka.BootstrapServers)
 }

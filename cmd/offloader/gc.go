@@ -24,7 +24,7 @@ func gcCommand() *command {
 	return &command{
 		name:    "gc",
 		summary: "delete the payloads no record can still reference",
-		usage:   "-F FILE [--pipeline NAME] [--grace DURATION] [--dry-run] [--json]",
+		usage:   "-F FILE [--pipeline NAME] [--grace DURATION] [--dry-run] [--output json]",
 		help: `
 Deletes the objects of the pipeline that no record can reference any more:
 payloads whose pointer records aged out of the topics' retention (or were
@@ -54,7 +54,7 @@ only when it has proven three things, and keeps it, saying why, otherwise:
     refused.
 
 --dry-run deletes nothing and writes nothing (no clock probe); it prints
-what would be deleted. --json prints the report as JSON (docs/payload-lifetime.md
+what would be deleted. --output json prints the report as JSON (docs/payload-lifetime.md
 describes it). gc needs Describe and Read on every topic it reads.
 
 Example:
@@ -63,8 +63,11 @@ Example:
 			src := c.pipelineFlags(fs)
 			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this (at least the pipeline's floor)")
 			dryRun := fs.Bool("dry-run", false, "delete nothing; print what would be deleted")
-			asJSON := fs.Bool("json", false, "print the report as JSON")
+			output := outputFlag(fs)
 			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
 				p, code, ok := c.loadPipeline(fs.Name(), src)
 				if !ok {
 					return code
@@ -88,7 +91,7 @@ Example:
 						fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
 					}})
 				if rep != nil {
-					if *asJSON {
+					if output.json() {
 						printGCJSON(c.stdout, rep, err)
 					} else {
 						printGC(c.stdout, p, rep)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -30,7 +29,7 @@ func statusCommand() *command {
 	return &command{
 		name:    "status",
 		summary: "show what a running instance does: state, partitions and lag, last commit, pauses, stores",
-		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T] [--json] [--healthz]",
+		usage:   "[--url URL | -F FILE [--pipeline NAME]] [--token T] [--output json] [--healthz]",
 		help: `
 Renders the admin API's GET /status of a running instance (offloader run) as
 tables: its state (RUNNING, PAUSED, UNASSIGNED, STOPPING, FAILED, or STARTING
@@ -39,7 +38,7 @@ with its position, committed offset and lag (refreshed every 5 s), the last
 commit, what it committed since it started (records, offloaded, retried,
 dead-lettered, dropped, transactions), and each payload store's health.
 
---json prints the document as the API answers it. --healthz asks /healthz
+--output json prints the document as the API answers it. --healthz asks /healthz
 instead and exits 0 when the instance is healthy, 1 when not (the container
 image's HEALTHCHECK).
 ` + adminHelp + `
@@ -47,9 +46,12 @@ image's HEALTHCHECK).
 Exit 1: the instance does not answer, refuses the token, or is unhealthy.`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
-			asJSON := fs.Bool("json", false, "print the status document as JSON")
+			output := outputFlag(fs)
 			healthz := fs.Bool("healthz", false, "only ask /healthz: exit 0 when healthy, 1 when not")
 			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
 				client, code, ok := c.adminClient(fs.Name(), target)
 				if !ok {
 					return code
@@ -69,10 +71,8 @@ Exit 1: the instance does not answer, refuses the token, or is unhealthy.`,
 					fmt.Fprintf(c.stderr, "offloader status: %v\n", err)
 					return exitFailure
 				}
-				if *asJSON {
-					enc := json.NewEncoder(c.stdout)
-					enc.SetIndent("", "  ")
-					enc.Encode(st)
+				if output.json() {
+					c.printJSON(st)
 					return exitOK
 				}
 				printStatus(c.stdout, st, time.Now())
