@@ -76,6 +76,7 @@ func Print(ctx context.Context, src Source, res *resolver.Resolver, o Options, e
 			}
 			if resolveErr == nil {
 				shown.value, shown.pointer, shown.codec = result.Value, result.Pointer, result.Codec
+				resolveErr = shown.unpack()
 			}
 		}
 		if resolveErr != nil {

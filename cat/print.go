@@ -31,6 +31,33 @@ type shownRecord struct {
 	file string
 	// meta: the value is not printed at all (--meta).
 	meta bool
+	// envelope is the dead-letter record a whole record was unpacked from
+	// (nil: the record is shown as read): its coordinates and headers (the
+	// failure's context) stay beside the original's key, value and headers.
+	envelope *pipeline.Record
+	original *pointer.Record // the unpacked record's own coordinates
+}
+
+// unpack turns a whole-record dead-letter entry (its pointer marked
+// offloader-record: v1, its payload the record) into the record it stands
+// for, keeping the dead-letter record as its envelope.
+func (r *shownRecord) unpack() error {
+	if v, ok := r.Header(pointer.HeaderRecord); !ok || string(v) != "v1" {
+		return nil
+	}
+	orig, err := pointer.DecodeRecord(r.value)
+	if err != nil {
+		return err
+	}
+	envelope := r.Record
+	rec := &pipeline.Record{Topic: envelope.Topic, Partition: envelope.Partition, Offset: envelope.Offset,
+		Timestamp: envelope.Timestamp, Key: orig.Key}
+	for _, h := range orig.Headers {
+		rec.Headers = append(rec.Headers, pipeline.Header{Key: string(h.Key), Value: h.Value})
+	}
+	r.Record, r.value, r.envelope = rec, orig.Value, envelope
+	r.original = &orig
+	return nil
 }
 
 // size is the value's size: the resolved value's, or under --meta the one
@@ -95,6 +122,19 @@ type catRecord struct {
 	// Error says why the value could not be resolved; Value is then the
 	// stored one.
 	Error string `json:"error,omitempty"`
+	// DeadLetter, for a whole-record dead-letter entry, is where the record
+	// came from and the dead-letter record's own headers (the failure's
+	// context); key, value and headers above are the original record's.
+	DeadLetter *catDeadLetter `json:"dead_letter,omitempty"`
+}
+
+// catDeadLetter is the context of an unpacked whole-record dead-letter entry.
+type catDeadLetter struct {
+	Topic     string      `json:"original_topic"`
+	Partition int32       `json:"original_partition"`
+	Offset    int64       `json:"original_offset"`
+	Timestamp int64       `json:"original_timestamp"`
+	Headers   []catHeader `json:"headers"`
 }
 
 type catHeader struct {
@@ -123,10 +163,10 @@ func (p *jsonPrinter) print(r shownRecord) error {
 		Timestamp: r.Timestamp.UnixMilli(), Size: r.size(), Pointer: r.pointer, Codec: r.codec,
 		Headers: []catHeader{}, ValueFile: r.file}
 	rec.Key, rec.KeyEncoding = jsonBytes(r.Key)
-	for _, h := range r.Headers {
-		key, keyEnc := jsonBytes([]byte(h.Key))
-		v, enc := jsonBytes(h.Value)
-		rec.Headers = append(rec.Headers, catHeader{Key: *key, KeyEncoding: keyEnc, Value: v, ValueEncoding: enc})
+	rec.Headers = jsonHeaders(r.Headers)
+	if r.envelope != nil {
+		rec.DeadLetter = &catDeadLetter{Topic: r.original.Topic, Partition: r.original.Partition, Offset: r.original.Offset,
+			Timestamp: r.original.Timestamp, Headers: jsonHeaders(r.envelope.Headers)}
 	}
 	if r.err != nil {
 		rec.Error = r.err.Error()
@@ -139,6 +179,17 @@ func (p *jsonPrinter) print(r shownRecord) error {
 		}
 	}
 	return p.enc.Encode(rec)
+}
+
+// jsonHeaders are headers as cat's JSON prints them.
+func jsonHeaders(headers []pipeline.Header) []catHeader {
+	out := []catHeader{}
+	for _, h := range headers {
+		key, keyEnc := jsonBytes([]byte(h.Key))
+		v, enc := jsonBytes(h.Value)
+		out = append(out, catHeader{Key: *key, KeyEncoding: keyEnc, Value: v, ValueEncoding: enc})
+	}
+	return out
 }
 
 // rawPrinter prints the values alone. A record that did not resolve is left

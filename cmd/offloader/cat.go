@@ -86,6 +86,12 @@ What to print:
                   instead; without it values are printed whole (use --meta
                   to see sizes and pointers without payloads).
 
+A whole-record dead-letter entry (a record whose key or headers alone did not
+fit the dead-letter topic, stored whole: header offloader-record: v1) prints as
+the record it stands for, its original key, value and headers; in json a
+"dead_letter" member beside them holds the original's topic, partition,
+offset and timestamp and the dead-letter record's own headers (the failure).
+
 A record whose pointer cannot be resolved (missing object, wrong checksum,
 forged pointer, a store not given) does not stop the listing: in json it is
 printed with its stored value and an "error" member, otherwise the error goes
