@@ -122,9 +122,15 @@ offloader migrate translate-offsets -F FILE --group G [--execute]
 					progress.log = logger.With(zap.String("command", "migrate"))
 				}
 				o.Started, o.Committed = progress.start, progress.add
-				defer progress.finish()
+				defer progress.finish() // on a failure; idempotent
 				collectAtHeapLimit(p, logger)
-				res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, c.stdout)
+				res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, nil)
+				// The bar ends on its own line, where it stood, before
+				// anything else is printed.
+				progress.finish()
+				if err == nil {
+					printReport(c.stdout, res.report, res.until)
+				}
 				if errors.Is(err, daemon.ErrStoppedBeforeStart) {
 					fmt.Fprintln(c.stdout, "migration interrupted before it started: nothing was copied; run the same command again")
 					return exitOK

@@ -34,6 +34,7 @@ type migrationProgress struct {
 	total, done   int64
 	began, lineAt time.Time
 	progressBar   *progressbar.ProgressBar
+	finished      bool
 }
 
 // start counts the records from where the group stands (its commits, or
@@ -109,11 +110,21 @@ func (m *migrationProgress) line() {
 	m.log.Info("migration progress", fields...)
 }
 
-// finish ends the bar, or logs a last line.
+// finish ends the bar where it stands (full only when every record was
+// committed: a migration stopped at 40 of 78 shows 40 of 78), on a line of
+// its own, or logs a last line. Only the first call does anything.
 func (m *migrationProgress) finish() {
+	if m.finished {
+		return
+	}
+	m.finished = true
 	switch {
 	case m.progressBar != nil:
-		m.progressBar.Finish()
+		if m.done >= m.total {
+			m.progressBar.Finish()
+		} else {
+			m.progressBar.Exit()
+		}
 		fmt.Fprintln(m.bar)
 	case m.log != nil && !m.began.IsZero():
 		m.line()

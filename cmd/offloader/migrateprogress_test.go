@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,24 @@ func TestMigrationProgressLinesCarryTotalPercentAndTimeLeft(t *testing.T) {
 	lines = logs.TakeAll()
 	if len(lines) != 1 || lines[0].ContextMap()["percent"] != "100.0" || lines[0].ContextMap()["time_left"] != nil {
 		t.Fatalf("the last line: %+v, want one at 100.0 percent with no time left", lines)
+	}
+}
+
+// On a terminal, a migration stopped part way ends its bar where it stood,
+// not at 100%, and on a line of its own, so that what is printed next
+// starts on a fresh line; a second finish draws nothing more.
+func TestAnInterruptedMigrationsBarStaysWhereItStood(t *testing.T) {
+	var bar bytes.Buffer
+	m := &migrationProgress{bar: &bar, now: time.Now}
+	m.begin(78)
+	m.add(map[engine.Partition]int64{{Topic: "orders.fat"}: 40}, 1<<20)
+	m.finish()
+	m.finish()
+	out := bar.String()
+	if strings.Contains(out, "78/78") || !strings.Contains(out, "40/78") || !strings.HasSuffix(out, "\n") {
+		t.Fatalf("the bar after a stop at 40 of 78: %q; want it at 40/78, ending in a newline, never at 78/78", out)
+	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("finish drew %d lines, want 1: %q", strings.Count(out, "\n"), out)
 	}
 }
