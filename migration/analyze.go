@@ -78,6 +78,12 @@ type Offload struct {
 	// they would go to the dead-letter topic; a few are named.
 	DeadLettered         int64    `json:"records_dead_lettered"`
 	DeadLetteredExamples []string `json:"dead_lettered_examples,omitempty"`
+	// WholeRecords are records over the threshold whose key and headers
+	// alone, with a pointer for the value, are over the slim topic's limit:
+	// offloading the value cannot make them fit, so they would go to the
+	// dead-letter topic, each stored whole as one object; a few are named.
+	WholeRecords         int64    `json:"records_dead_lettered_whole"`
+	WholeRecordsExamples []string `json:"dead_lettered_whole_examples,omitempty"`
 }
 
 // Bucket is a histogram bar: records of size [From, To).
@@ -145,6 +151,13 @@ func (a *Analysis) Add(r *pipeline.Record) {
 		a.offload.AlreadyPointers++
 		a.offload.SlimBytes += int64(size)
 	case r.Value != nil && a.threshold > 0 && size > a.threshold && (a.applies == nil || a.applies(r)):
+		if ps := a.pointerSize(r); a.slimLimit > 0 && ps > a.slimLimit {
+			a.offload.WholeRecords++
+			if len(a.offload.WholeRecordsExamples) < 5 {
+				a.offload.WholeRecordsExamples = append(a.offload.WholeRecordsExamples, partitionAt(r))
+			}
+			break
+		}
 		a.offload.Records++
 		a.offload.Bytes += int64(len(r.Value))
 		a.offload.SlimBytes += int64(a.pointerSize(r))

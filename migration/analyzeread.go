@@ -36,22 +36,21 @@ func (a *Analysis) ReadAll(ctx context.Context, src Source, end error) error {
 // defaultFetchMaxBytes is librdkafka's fetch.max.bytes.
 const defaultFetchMaxBytes = 52428800
 
-// SourceGates are the gates a record of source topic src meets on its way,
-// from the figures a survey read: the producer's and the broker's
-// message.max.bytes, the topic's max.message.bytes and (Kafka 4.4)
-// max.decompressed.message.bytes, and the consumer's fetch.max.bytes
-// (fetchMax, 0: librdkafka's default) and receive.message.max.bytes.
+// SourceGates are the gates a record of source topic src meets today, from
+// the figures a survey read: the topic's max.message.bytes (its own, or the
+// broker's message.max.bytes it inherits: the broker's is not a gate of a
+// topic that overrides it) and (Kafka 4.4) max.decompressed.message.bytes,
+// and the fetch caps of a consumer with the analysis's settings:
+// fetch.max.bytes (fetchMax, 0: librdkafka's default) and
+// receive.message.max.bytes. A producer's message.max.bytes is not one of
+// them: the records on the topic passed their producers' limits, and the
+// pipeline's own producer writes to the slim topic, whose limit the offload
+// figures use.
 func SourceGates(f *limits.Figures, src limits.TopicInfo, fetchMax int) []Gate {
 	if fetchMax <= 0 {
 		fetchMax = defaultFetchMaxBytes
 	}
-	gates := []Gate{
-		{Name: "producer message.max.bytes", Limit: f.ProducerMaxMessageBytes},
-		{Name: "topic max.message.bytes", Limit: src.MaxMessageBytes},
-	}
-	if f.BrokerMessageMaxBytes > 0 {
-		gates = append(gates, Gate{Name: "broker message.max.bytes", Limit: f.BrokerMessageMaxBytes})
-	}
+	gates := []Gate{{Name: "topic max.message.bytes", Limit: src.MaxMessageBytes}}
 	if src.MaxDecompressedBytes > 0 {
 		gates = append(gates, Gate{Name: "topic max.decompressed.message.bytes", Limit: src.MaxDecompressedBytes})
 	}

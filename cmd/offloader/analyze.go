@@ -33,10 +33,14 @@ and reports, for people or (--output json) for tools:
   - the largest records (partition, offset, size, key and header bytes);
   - what an offload step at the threshold would do: records and bytes moved
     to the store, and the slim topic's resulting size;
-  - the records that break a size gate today: the producer's
-    message.max.bytes, the topic's max.message.bytes, the broker's
-    message.max.bytes, the topic's max.decompressed.message.bytes (Kafka 4.4),
-    the consumer's fetch.max.bytes and receive.message.max.bytes.
+  - the records that break a size gate of the topic today: its own
+    max.message.bytes (or the broker's message.max.bytes, when the topic
+    does not override it), its max.decompressed.message.bytes (Kafka 4.4),
+    and a consumer's fetch.max.bytes and receive.message.max.bytes (with -X
+    or the file's settings);
+  - the records that would go to the dead-letter topic: over the slim
+    topic's limit and passed by the offload step's if:, or with a key or
+    headers that alone are over it (stored whole).
 
 Sizes are the producer's estimate of a record (key, value, headers and record
 framing), the figure the offload step and the gates use.
@@ -208,6 +212,10 @@ func printAnalysis(w io.Writer, r daemon.Analysis) {
 	if o.DeadLettered > 0 {
 		fmt.Fprintf(w, "\n  %d records the offload step's if: passes by are over the slim topic's limit: they would go to the dead-letter topic (for example %s)",
 			o.DeadLettered, strings.Join(o.DeadLetteredExamples, ", "))
+	}
+	if o.WholeRecords > 0 {
+		fmt.Fprintf(w, "\n  %d records have a key or headers that alone, with a pointer for the value, are over the slim topic's limit: offloading cannot make them fit, so they would go to the dead-letter topic, each stored whole (for example %s)",
+			o.WholeRecords, strings.Join(o.WholeRecordsExamples, ", "))
 	}
 	fmt.Fprintf(w, "\n\nsize gates today:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

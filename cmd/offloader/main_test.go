@@ -125,7 +125,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"migrate", "--help"}, exitOK, "It is resumable"},
 		{[]string{"analyze", "-t", "t"}, exitUsage, "say what to read: -b BROKERS -t TOPIC, or -F FILE"},
 		{[]string{"analyze", "-b", "h:1", "-t", "t", "-o", "end"}, exitUsage, "-o end reads nothing to analyze"},
-		{[]string{"analyze", "--help"}, exitOK, "the records that break a size gate today"},
+		{[]string{"analyze", "--help"}, exitOK, "the records that break a size gate of the topic today"},
 		{[]string{"demo", "--sizes", "1KiB"}, exitUsage, "--sizes and -X go with --produce-to"},
 		{[]string{"demo", "--brokers", "h:1", "--produce-to", "t", "--sizes", "1KiB,20MiB"}, exitUsage, "20MiB is over the 15MiB a demo record may have"},
 		{[]string{"cat", "-b", "h:1"}, exitUsage, "-t TOPIC is required without a pipeline file"},
