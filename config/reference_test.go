@@ -73,6 +73,22 @@ an environment variable: ` + "`OFFLOADER_`" + ` and the key path in upper case, 
 between levels (` + "`OFFLOADER_KAFKA__TRANSACTIONAL_ID`" + `). Durations are Go
 durations (` + "`100ms`, `30s`, `720h`" + `), sizes are bytes or ` + "`KiB`/`MiB`/`GiB`" + `.
 ` + "`offloader validate -F FILE --print`" + ` shows a file with every default filled in.
+
+Editors complete and check pipeline files with the JSON Schema
+[schemas/pipeline.json](schemas/pipeline.json), generated from the same code
+(` + "`go test ./config -run Schema -update`" + `). With the YAML language server (VS Code's
+YAML extension, Neovim, Helix, IntelliJ), name it on a file's first line:
+
+` + "```yaml" + `
+# yaml-language-server: $schema=https://raw.githubusercontent.com/offloader/offloader/main/docs/schemas/pipeline.json
+pipelines:
+  orders:
+` + "```" + `
+
+(a path relative to the file works too, as in ` + "`configs/`" + `), or map it to
+your pipeline files in the editor's settings (` + "`yaml.schemas`" + `). The schema checks
+each key's name, type and allowed values; ` + "`offloader validate`" + ` checks the rules
+between keys too.
 `
 
 type keyReference struct {
@@ -136,21 +152,27 @@ func elem(t reflect.Type) reflect.Type {
 }
 
 func (r *keyReference) row(path, typ, def string, f reflect.StructField, owner reflect.Type) {
-	doc := r.doc(owner, f.Name)
+	doc := r.keyDoc(owner, f.Name)
 	if doc == "" {
 		r.t.Errorf("%s (%s.%s) has no doc comment: write one on the field", path, owner, f.Name)
 	}
 	if f.Tag.Get("required") == "true" {
 		def = "required"
 	}
-	// The comments speak of Go fields: the reference, of keys.
+	cell := strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace
+	fmt.Fprintf(&r.out, "| `%s` | %s | %s | %s |\n", path, typ, cell(def), cell(doc))
+}
+
+// keyDoc is the doc comment of owner's field name, speaking of keys where
+// it speaks of Go fields.
+func (r *keyReference) keyDoc(owner reflect.Type, name string) string {
+	doc := r.doc(owner, name)
 	for i := range owner.NumField() {
 		if k := owner.Field(i).Tag.Get("key"); k != "" && !strings.HasPrefix(k, ",") && k != "-" {
 			doc = regexp.MustCompile(`\b`+owner.Field(i).Name+`\b`).ReplaceAllString(doc, "`"+k+"`")
 		}
 	}
-	cell := strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace
-	fmt.Fprintf(&r.out, "| `%s` | %s | %s | %s |\n", path, typ, cell(def), cell(doc))
+	return doc
 }
 
 func typeName(t reflect.Type) string {
