@@ -9,8 +9,8 @@ import (
 // Problem is one thing wrong with a configuration, at a dotted path such as
 // `pipelines.orders.stores.blob.container`.
 type Problem struct {
-	Path    string
-	Message string
+	Path    string `json:"path"`
+	Message string `json:"message"`
 }
 
 func (p Problem) String() string {

@@ -59,7 +59,8 @@ type cli struct {
 	stdout, stderr io.Writer
 	records        io.Writer
 	environ        []string
-	code           int // the exit code of the command that ran
+	code           int  // the exit code of the command that ran
+	asJSON         bool // --output json: results are printed as JSON
 }
 
 // recordsOut is where records are printed.

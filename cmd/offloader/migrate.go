@@ -124,7 +124,7 @@ offloader migrate translate-offsets -F FILE --group G [--execute]
 				o.Started, o.Committed = progress.start, progress.add
 				defer progress.finish() // on a failure; idempotent
 				collectAtHeapLimit(p, logger)
-				res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o, nil)
+				res, err := runPipeline(ctx, p, logger.With(zap.String("command", "migrate")), o)
 				// The bar ends on its own line, where it stood, before
 				// anything else is printed.
 				progress.finish()

@@ -20,7 +20,7 @@ func translateCommand() *command {
 	return &command{
 		name:      "migrate translate-offsets",
 		summary:   "move a consumer group of the fat topic to the same records on the slim topic",
-		usage:     "-F FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force]",
+		usage:     "-F FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force] [--output json]",
 		exclusive: [][]string{{"dry-run", "execute"}},
 		help: `
 Moves consumer group G from the pipeline's source topics to its slim topic:
@@ -58,7 +58,14 @@ pipeline's own group is refused: it stands on the source topics by design.`,
 			execute := fs.Bool("execute", false, "apply the plan")
 			wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
 			force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
-			return func() int { return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *force) }
+			output := outputFlag(fs)
+			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
+				c.asJSON = output.json()
+				return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *force)
+			}
 		},
 	}
 }
@@ -105,30 +112,80 @@ func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group stri
 			fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, group, migration.Describe(ahead))
 		},
 	})
+	rep := translation{Group: group, SlimTopic: p.SlimTopic, DryRun: !execute, Moves: []translationMove{}}
+	done := func(code int, said string) int {
+		if c.asJSON {
+			rep.Said = said
+			c.printJSON(rep)
+		} else if said != "" {
+			fmt.Fprintln(c.stdout, said)
+		}
+		return code
+	}
 	if errors.Is(err, migration.ErrNoCommits) {
-		fmt.Fprintf(c.stdout, "group %s has no committed offset on %v: nothing to translate (on the slim topic it starts as its auto.offset.reset says)\n", group, p.Source.Topics)
-		return exitOK
+		rep.NoCommits = true
+		return done(exitOK, fmt.Sprintf("group %s has no committed offset on %v: nothing to translate (on the slim topic it starts as its auto.offset.reset says)", group, p.Source.Topics))
 	}
 	if err != nil {
 		return fail(err)
 	}
-	printPlan(c.stdout, plan)
+	rep.moves(plan)
+	if !c.asJSON {
+		printPlan(c.stdout, plan)
+	}
 	if err := plan.Refusal(force); err != nil {
+		rep.Refused = err.Error()
+		if c.asJSON {
+			done(exitFailure, "")
+		}
 		return fail(err)
 	}
-	if !execute {
-		fmt.Fprintf(c.stdout, "dry run: nothing was changed; --execute moves group %s as above\n", group)
-		return exitOK
-	}
-	if len(plan.Apply) == 0 {
-		fmt.Fprintf(c.stdout, "nothing to move for group %s\n", group)
-		return exitOK
+	switch {
+	case !execute:
+		return done(exitOK, fmt.Sprintf("dry run: nothing was changed; --execute moves group %s as above", group))
+	case len(plan.Apply) == 0:
+		return done(exitOK, fmt.Sprintf("nothing to move for group %s", group))
 	}
 	if err := plan.Execute(ctx, cluster, force); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(c.stdout, "moved group %s on %d partition(s) of %s; its consumers may start on the slim topic\n", group, len(plan.Apply), p.SlimTopic)
-	return exitOK
+	rep.Moved = len(plan.Apply)
+	return done(exitOK, fmt.Sprintf("moved group %s on %d partition(s) of %s; its consumers may start on the slim topic", group, len(plan.Apply), p.SlimTopic))
+}
+
+// translation is translate-offsets' plan and what became of it, as
+// --output json prints it (docs/schemas/translate-offsets.json).
+type translation struct {
+	Group     string            `json:"group"`
+	SlimTopic string            `json:"slim_topic"`
+	DryRun    bool              `json:"dry_run"`
+	NoCommits bool              `json:"no_commits"`
+	Moves     []translationMove `json:"moves"`
+	// Refused says why the plan was not applied (the group would move back).
+	Refused string `json:"refused,omitempty"`
+	// Moved is how many partitions the group was moved on.
+	Moved int    `json:"partitions_moved"`
+	Said  string `json:"said"`
+}
+
+// translationMove is where the group is to stand on one slim partition.
+type translationMove struct {
+	Partition    int32  `json:"partition"`
+	CommittedNow *int64 `json:"committed_now"`
+	Offset       int64  `json:"offset"`
+	Kept         bool   `json:"kept"`
+	Next         string `json:"next_record"`
+	Note         string `json:"note"`
+}
+
+func (t *translation) moves(plan *migration.Plan) {
+	for _, m := range plan.Moves {
+		tm := translationMove{Partition: m.SlimPartition, Offset: m.Offset, Kept: m.Keep, Next: m.Next, Note: m.Note}
+		if o, ok := plan.Current[m.SlimPartition]; ok {
+			tm.CommittedNow = &o
+		}
+		t.Moves = append(t.Moves, tm)
+	}
 }
 
 // printPlan prints where the group is to stand on each slim partition.

@@ -25,7 +25,7 @@ func runCommand() *command {
 	return &command{
 		name:    "run",
 		summary: "run a pipeline: raw topic -> transforms -> slim topic, exactly once",
-		usage:   "-F FILE [--pipeline NAME] [--until-end] [--listen ADDR]",
+		usage:   "-F FILE [--pipeline NAME] [--until-end [--output json]] [--listen ADDR]",
 		help: `
 Runs one pipeline of the file until SIGTERM or SIGINT. The instance joins the
 pipeline's consumer group (read_committed), transforms each batch of records,
@@ -96,7 +96,14 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 			src := c.pipelineFlags(fs)
 			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")
 			listen := fs.String("listen", "", "serve /metrics, /healthz, /readyz and the admin API at `ADDR` (host:port), in place of the file's observability.listen")
+			output := outputFlag(fs)
 			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
+				if output.said() && !*untilEnd {
+					return c.usageError(fs, "--output is the format of --until-end's report: a run without it prints none")
+				}
 				if *listen != "" {
 					if err := config.CheckListen(*listen); err != nil {
 						return c.usageError(fs, "--listen %v", err)
@@ -125,7 +132,15 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 					os.Exit(exitFailure)
 				})
 				defer stopWatch()
-				if _, err := runPipeline(ctx, p, logger, daemon.Options{Bounded: *untilEnd}, c.stdout); err != nil {
+				res, err := runPipeline(ctx, p, logger, daemon.Options{Bounded: *untilEnd})
+				if err == nil && *untilEnd {
+					if output.json() {
+						c.printJSON(runReportOf(res.report, res.until))
+					} else {
+						printReport(c.stdout, res.report, res.until)
+					}
+				}
+				if err != nil {
 					if errors.Is(err, daemon.ErrStoppedBeforeStart) {
 						logger.Info("stopped by a signal before the pipeline started: nothing was read", zap.Error(err))
 						return exitOK
@@ -146,19 +161,42 @@ type runResult struct {
 	until  []pipeline.Offset
 }
 
-// runPipeline builds p's daemon and runs it; bounded, it prints the
-// per-partition table to report, if set.
-func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o daemon.Options, report io.Writer) (runResult, error) {
+// runPipeline builds p's daemon and runs it.
+func runPipeline(ctx context.Context, p *config.Pipeline, logger *zap.Logger, o daemon.Options) (runResult, error) {
 	d, err := daemon.Build(ctx, p, daemon.Env{Version: version, Commit: commit, Logger: logger}, o)
 	if err != nil {
 		return runResult{}, err
 	}
 	rep, err := d.Run(ctx)
-	res := runResult{report: rep, until: d.Until()}
-	if err == nil && o.Bounded && report != nil {
-		printReport(report, res.report, res.until)
+	return runResult{report: rep, until: d.Until()}, err
+}
+
+// runReport is what a bounded run committed, as --output json prints it
+// (docs/schemas/run.json).
+type runReport struct {
+	// ReachedEnd: every assigned partition reached its end offset.
+	ReachedEnd bool             `json:"reached_end"`
+	Committed  int64            `json:"records_committed"`
+	Partitions []runPartitionTo `json:"partitions"`
+}
+
+// runPartitionTo is a source partition's end offset and what the run
+// committed on it.
+type runPartitionTo struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	EndOffset int64  `json:"end_offset"`
+	Committed int64  `json:"records_committed"`
+}
+
+func runReportOf(rep engine.Report, until []pipeline.Offset) runReport {
+	r := runReport{ReachedEnd: rep.ReachedEnd, Partitions: []runPartitionTo{}}
+	for _, o := range until {
+		n := rep.Committed[o.Partition]
+		r.Committed += n
+		r.Partitions = append(r.Partitions, runPartitionTo{Topic: o.Partition.Topic, Partition: o.Partition.Partition, EndOffset: o.Offset, Committed: n})
 	}
-	return res, err
+	return r
 }
 
 // printReport prints what a bounded run committed, one line per partition.

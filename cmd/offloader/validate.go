@@ -22,7 +22,7 @@ func validateCommand() *command {
 	return &command{
 		name:    "validate",
 		summary: "check a pipeline file and list every problem in it",
-		usage:   "-F FILE [--pipeline NAME] [--print]",
+		usage:   "-F FILE [--pipeline NAME] [--print | --output json]",
 		help: `
 Loads the pipeline file the way 'run' does (environment interpolation, OFFLOADER_
 overrides, strict keys, defaults, cross-field rules) without connecting to Kafka
@@ -39,11 +39,26 @@ Every command that reads a pipeline file (run, check, cat) makes the same checks
 first.
 
 --print shows the effective configuration of the chosen pipeline with defaults
-filled in and secrets redacted.`,
+filled in and secrets redacted. --output json prints the verdict as a document
+(docs/schemas/validate.json): valid, the pipelines, every problem with its
+path, and the warnings.`,
+		example: `offloader validate -F pipeline.yaml
+offloader validate -F pipeline.yaml --pipeline orders --print
+offloader validate -F pipeline.yaml --output json | jq -r '.problems[] | "\(.path): \(.message)"'`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			print := fs.Bool("print", false, "print the effective pipeline configuration, secrets redacted")
+			output := outputFlag(fs)
 			return func() int {
+				if err := output.check(); err != nil {
+					return c.usageError(fs, "%v", err)
+				}
+				if output.json() {
+					if *print {
+						return c.usageError(fs, "--print prints YAML: it does not go with --output json")
+					}
+					return c.validateJSON(fs, src)
+				}
 				f, code, ok := c.loadFile(fs.Name(), src)
 				if !ok {
 					return code
@@ -76,6 +91,48 @@ filled in and secrets redacted.`,
 	}
 }
 
+// validation is validate's verdict, as --output json prints it
+// (docs/schemas/validate.json).
+type validation struct {
+	File      string             `json:"file"`
+	Valid     bool               `json:"valid"`
+	Pipelines []string           `json:"pipelines"`
+	Problems  []settings.Problem `json:"problems"`
+	Warnings  []string           `json:"warnings"`
+}
+
+// validateJSON prints validate's verdict as JSON; the exit code is
+// validate's.
+func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource) int {
+	if *src.file == "" {
+		return c.usageError(fs, "-F FILE is required: the pipeline file (--config FILE)")
+	}
+	v := validation{File: *src.file, Pipelines: []string{}, Problems: []settings.Problem{}, Warnings: []string{}}
+	f, err := c.load(src)
+	if err == nil {
+		_, err = f.Select(*src.name)
+	}
+	var problems settings.Problems
+	switch {
+	case errors.As(err, &problems):
+		v.Problems = append(v.Problems, problems...)
+	case err != nil:
+		v.Problems = append(v.Problems, settings.Problem{Message: err.Error()})
+	}
+	if f != nil && err == nil {
+		v.Valid = true
+		for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
+			v.Pipelines = append(v.Pipelines, name)
+			v.Warnings = append(v.Warnings, f.Pipelines[name].Warnings()...)
+		}
+	}
+	c.printJSON(v)
+	if !v.Valid {
+		return exitUsage
+	}
+	return exitOK
+}
+
 // derived says, as YAML comments after --print, what run derives from the
 // file without a broker: the instance's identity, where a new group starts,
 // and where the offload threshold comes from.
@@ -102,18 +159,23 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 		fmt.Fprintf(c.stderr, "offloader %s: -F FILE is required: the pipeline file (--config FILE)\n", cmd)
 		return nil, exitUsage, false
 	}
-	// The Kafka client properties are checked as the bundled librdkafka
-	// reads them, with the file's other rules: a typo fails here with its
-	// path, not at run time, and beside every other problem.
-	f, err := config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ,
-		CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
-			return kafka.CheckProperties(path, daemon.KafkaClient(p))
-		}})
+	f, err := c.load(src)
 	if err != nil {
 		c.reportConfigError(*src.file, err)
 		return nil, exitUsage, false
 	}
 	return f, exitOK, true
+}
+
+// load loads and validates the pipeline file. The Kafka client properties
+// are checked as the bundled librdkafka reads them, with the file's other
+// rules: a typo fails here with its path, not at run time, and beside every
+// other problem.
+func (c *cli) load(src pipelineSource) (*config.File, error) {
+	return config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ,
+		CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
+			return kafka.CheckProperties(path, daemon.KafkaClient(p))
+		}})
 }
 
 // loadPipeline loads the file and selects the pipeline --pipeline names (or the

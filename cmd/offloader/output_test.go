@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.uber.org/zap"
+
+	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
+	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/pipeline"
+)
+
+// jsonOf runs offloader with args and checks that what it prints is the
+// document schema (a file of docs/schemas) describes; it decodes it into v.
+func jsonOf(t *testing.T, env []string, schema string, v any, args ...string) int {
+	t.Helper()
+	code, stdout, stderr := runCLI(env, args...)
+	if err := validates(t, "../../docs/schemas/"+schema, []byte(stdout)); err != nil {
+		t.Fatalf("offloader %v (exit %d) is not the shape of %s: %v\n%s%s", args, code, schema, err, stdout, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), v); err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// validate --output json: the verdict, every problem with its path.
+func TestValidateOutputIsItsDocumentedShape(t *testing.T) {
+	var v validation
+	if code := jsonOf(t, nil, "validate.json", &v, "validate", "-F", "../../configs/local-filesystem.yaml", "--output", "json"); code != exitOK || !v.Valid || len(v.Pipelines) != 1 {
+		t.Errorf("a valid file: exit %d, %+v", code, v)
+	}
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(file, []byte("pipelines:\n  p:\n    kafka: {bootstrap_servers: k, producer: {linger.msx: 5}}\n    source: {topics: [a], group: g}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v = validation{}
+	code := jsonOf(t, []string{"OFFLOADER_SLIMTOPIC=b"}, "validate.json", &v, "validate", "-F", file, "--output", "json")
+	paths := map[string]string{}
+	for _, p := range v.Problems {
+		paths[p.Path] = p.Message
+	}
+	if code != exitUsage || v.Valid || !strings.Contains(paths["pipelines.p.slimtopic"], "(set by $OFFLOADER_SLIMTOPIC)") ||
+		paths["pipelines.p.slim_topic"] == "" || paths["pipelines.p.kafka.producer.linger.msx"] == "" {
+		t.Errorf("an invalid file: exit %d, %+v; want 2 and its three problems by path", code, v)
+	}
+}
+
+// On the in-process broker, run --until-end, migrate verify and
+// migrate translate-offsets print their documented documents; a
+// translate-offsets without --execute changes nothing (the group's offsets
+// on the slim topic are read back), and with it moves the group.
+func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*pipeline.Record
+	for i := range 30 {
+		size := 100
+		if i%5 == 0 {
+			size = 200_000
+		}
+		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{'v'}, size)})
+	}
+	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	file := checkFile(t, bootstrap)
+
+	var run runReport
+	if code := jsonOf(t, nil, "run.json", &run, "run", "-F", file, "--until-end", "--output", "json"); code != exitOK || !run.ReachedEnd || run.Committed != 30 || len(run.Partitions) != 3 {
+		t.Fatalf("run --until-end: exit %d, %+v; want 30 records committed over 3 partitions", code, run)
+	}
+	var parity parityReport
+	if code := jsonOf(t, nil, "verify.json", &parity, "migrate", "verify", "-F", file, "--deep", "--output", "json"); code != exitOK || !parity.OK || len(parity.Partitions) != 3 || parity.Partitions[0].Source != 10 {
+		t.Fatalf("migrate verify: exit %d, %+v", code, parity)
+	}
+
+	f, err := config.Load(file, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := f.Select("")
+	cl, closeCluster, err := daemon.Cluster(p, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeCluster()
+	if err := cl.Commit(ctx, "billing", "raw", map[int32]int64{0: 4, 1: 4, 2: 4}); err != nil {
+		t.Fatal(err)
+	}
+	slimOffsets := func() map[int32]int64 {
+		g, err := kafka.OpenGroups(daemon.KafkaClient(p), zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		committed, err := g.Committed(ctx, "billing", "slim", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return committed
+	}
+	var plan translation
+	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--output", "json"); code != exitOK || !plan.DryRun || len(plan.Moves) != 3 || plan.Moved != 0 {
+		t.Fatalf("translate-offsets (a dry run): exit %d, %+v", code, plan)
+	}
+	if got := slimOffsets(); len(got) != 0 {
+		t.Fatalf("a dry run moved the group: it stands at %v on the slim topic", got)
+	}
+	plan = translation{}
+	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--execute", "--output", "json"); code != exitOK || plan.DryRun || plan.Moved != 3 {
+		t.Fatalf("translate-offsets --execute: exit %d, %+v", code, plan)
+	}
+	got := slimOffsets()
+	for _, m := range plan.Moves {
+		if got[m.Partition] != m.Offset {
+			t.Errorf("slim[%d]: the group stands at %d, the plan said %d", m.Partition, got[m.Partition], m.Offset)
+		}
+	}
+}
