@@ -48,7 +48,7 @@ test: vet fmt-check java-deps
 ## before the tests' clocks run; the integration suite builds it with mvn
 ## verify (its JUnit tests) and runs the interoperability tests on it.
 java-deps:
-	mvn -B -q -f clients/java/pom.xml dependency:go-offline
+	mvn -B -q -Dstyle.color=never -f clients/java/pom.xml dependency:go-offline
 
 # Packages tested without the services (on fakes, the in-process broker or
 # an answerer of the store's protocol), each with the statement coverage it

@@ -167,7 +167,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		if err != nil {
 			return nil, err
 		}
-		logger.Info("bounded run: stopping once every assigned partition reaches the end offset read now", zap.String("end_offsets", fmt.Sprint(d.until)))
+		logger.Info("bounded run: stopping once every assigned partition reaches the end offset read now", zap.Stringers("end_offsets", d.until))
 		if o.Started != nil {
 			o.Started(d.until)
 		}
@@ -208,10 +208,13 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	for name, s := range p.Stores {
 		storeTypes[name] = s.Type
 	}
-	logger.Info("pipeline running",
-		zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", string(p.Source.Start())),
+	fields := []zap.Field{zap.Strings("source_topics", p.Source.Topics), zap.String("group", p.Source.Group), zap.String("start_from", string(p.Source.Start())),
 		zap.String("slim_topic", p.SlimTopic), zap.String("transactional_id", d.kafka.TransactionalID),
-		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic))
+		zap.String("offload_threshold", chain.Threshold), zap.Any("stores", storeTypes), zap.String("dead_letter_topic", p.Errors.DeadLetterTopic)}
+	if chain.DeadLetter != nil {
+		fields = append(fields, zap.Int("dead_letter_offload_threshold_bytes", chain.DeadLetter.Threshold()))
+	}
+	logger.Info("pipeline running", fields...)
 	return d, nil
 }
 

@@ -75,7 +75,7 @@ func storeRetry(budget time.Duration, logger *zap.Logger, m *observability.Metri
 		if se := (*stores.Error)(nil); errors.As(c.Err, &se) {
 			store = fmt.Sprintf("store %q", se.Store)
 		}
-		fields := []zap.Field{zap.Duration("retrying_for", c.Elapsed), zap.Int("attempts", c.Attempts), zap.Duration("store_budget", budget), zap.Error(c.Err)}
+		fields := []zap.Field{zap.Duration("retrying_for_seconds", c.Elapsed), zap.Int("attempts", c.Attempts), zap.Duration("store_budget_seconds", budget), zap.Error(c.Err)}
 		switch {
 		case !c.Done:
 			m.SlowStoreCalls.Inc()

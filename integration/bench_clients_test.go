@@ -99,7 +99,7 @@ func BenchmarkJavaDeserializer(b *testing.B) {
 		createTopic(b, topicA, 1, nil)
 		createTopic(b, topicB, 1, nil)
 		b.Cleanup(func() { deleteTopics(b, []string{topicA, topicB}) })
-		build := exec.Command("mvn", "-B", "-q", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
+		build := exec.Command("mvn", "-B", "-q", "-Dstyle.color=never", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
 			"-Dmdep.outputFile=target/bench-classpath.txt", "-Dmdep.includeScope=test")
 		if out, err := build.CombinedOutput(); err != nil {
 			b.Fatalf("mvn -Pbench: %v\n%s", err, out)

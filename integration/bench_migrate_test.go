@@ -95,7 +95,7 @@ observability: {log_format: json}`, b.TempDir()).file(b)
 	return cfg, slim
 }
 
-var ranFor = regexp.MustCompile(`"msg":"run summary".*?"ran_for":([0-9.]+)`)
+var ranFor = regexp.MustCompile(`"msg":"run summary".*?"ran_for_seconds":([0-9.]+)`)
 
 // migrateSeconds is how long migrate's engine ran, from its run summary.
 func migrateSeconds(b *testing.B, log []byte) float64 {

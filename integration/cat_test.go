@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -194,6 +195,46 @@ transforms:
 			if code != 0 || fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("cat %v: exit %d, records %v; want 0 and %v\n%s", tc.args, code, got, tc.want, errOut)
 			}
+		}
+	})
+	t.Run("kcat's invocations print what kcat prints, pointers resolved", func(t *testing.T) {
+		at := "s@" + strconv.FormatInt(between.UnixMilli(), 10) // kcat's timestamp offset
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			// Records 3 (200 KiB, offloaded: its resolved size) and 5.
+			{[]string{"-C", "-p", "1", "-o", "1", "-c", "2", "-e", "-f", `%p:%o:%S\n`}, "1:1:204800\n1:2:7\n"},
+			{[]string{"-C", "-p", "0", "-o", "-2", "-e", "-f", `%o %S\n`}, "3 204800\n4 7\n"},
+			{[]string{"-C", "-p", "1", "-o", at, "-f", `%t[%p]@%o\n`}, fmt.Sprintf("%[1]s[1]@3\n%[1]s[1]@4\n", slim)},
+			{[]string{"-C", "-p", "1", "-o", "4", "-f", `%K %S\n`, "-q"}, "6 204800\n"},
+		} {
+			code, out, errOut := cat(append(tc.args, "--store", store)...)
+			if code != 0 || out != tc.want {
+				t.Errorf("cat %v: exit %d, printed %q; want 0 and %q\n%s", tc.args, code, out, tc.want, errOut)
+			}
+			quiet := slices.Contains(tc.args, "-q")
+			if said := strings.Contains(errOut, "% Reached end of topic "+slim); said == quiet {
+				t.Errorf("cat %v: stderr %q; the end of the topic is said unless -q", tc.args, errOut)
+			}
+		}
+		code, out, errOut := cat("-C", "-J", "-p", "1", "-o", "2", "-c", "1", "--store", store)
+		var env struct {
+			Topic     string    `json:"topic"`
+			Partition int32     `json:"partition"`
+			Offset    int64     `json:"offset"`
+			TSType    string    `json:"tstype"`
+			TS        int64     `json:"ts"`
+			Headers   []*string `json:"headers"`
+			Key       *string   `json:"key"`
+			Payload   *string   `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(out), &env); err != nil || code != 0 {
+			t.Fatalf("cat -J: exit %d, %v: %q\n%s", code, err, out, errOut)
+		}
+		if env.Topic != slim || env.Partition != 1 || env.Offset != 2 || env.TSType != "create" || env.TS == 0 ||
+			env.Payload == nil || *env.Payload != "small-5" || len(env.Headers) != 4 || *env.Headers[2] != "n" || *env.Headers[3] != "5" {
+			t.Errorf("cat -J: %s; want kcat's envelope of record 5", out)
 		}
 	})
 	t.Run("-f format string, escaped", func(t *testing.T) {

@@ -39,7 +39,7 @@ func javaClasspath(t testing.TB) string {
 	t.Helper()
 	javaOnce.Do(func() {
 		dir := "../clients/java"
-		cmd := exec.Command("mvn", "-B", "-f", dir+"/pom.xml", "verify", "dependency:build-classpath",
+		cmd := exec.Command("mvn", "-B", "-Dstyle.color=never", "-f", dir+"/pom.xml", "verify", "dependency:build-classpath",
 			"-Dmdep.outputFile=target/test-classpath.txt", "-Dmdep.includeScope=test")
 		out, err := cmd.CombinedOutput()
 		javaBuild = string(out)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a command with the real Kafka broker, Azurite and the S3 emulator up, then stops what it
-# started, whether the command passed or failed. A service it starts starts
-# empty (its data from earlier runs is wiped); services that were already
-# running (scripts/services.sh start) are used as they are and left running.
+# started, whether the command passed or failed, and removes its data (the
+# tests' topics and blobs: gigabytes after a full run). A service it starts
+# starts empty; services that were already running (scripts/services.sh
+# start) are used as they are and left running, with their data.
 #
 #   scripts/with-services.sh go test ./...
 set -euo pipefail
@@ -17,7 +18,7 @@ for svc in kafka azurite s3; do
 done
 cleanup() {
   local svc
-  for svc in "${started[@]}"; do "$services" stop "$svc" || true; done
+  for svc in "${started[@]}"; do "$services" stop "$svc" && "$services" wipe "$svc" || true; done
 }
 trap cleanup EXIT
 for svc in "${started[@]}"; do "$services" wipe "$svc" && "$services" start "$svc"; done

@@ -71,14 +71,15 @@ func Build(steps []Step, deps Deps, deadLetterLimit int, slimGate string) (*Chai
 		}
 		if offloads && !thresholdSaid {
 			thresholdSaid = true
-			if o, ok := t.(*Offload); ok && step.If == nil {
+			if o, ok := t.(*Offload); ok {
 				c.Threshold = fmt.Sprintf("%d bytes (threshold: %s", o.Threshold(), cfg.Threshold)
 				if cfg.Threshold.IsAuto() {
 					c.Threshold += fmt.Sprintf(", from %s less %s of headroom", slimGate, AutoThresholdHeadroom)
 				}
+				if step.If != nil {
+					c.Threshold += ", for the records its if: takes"
+				}
 				c.Threshold += ")"
-			} else {
-				c.Threshold = "logged when the gated offload step was built"
 			}
 		}
 		if step.If != nil {

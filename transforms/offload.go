@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
@@ -174,18 +172,14 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 }
 
 // sizeThreshold turns a step's threshold setting into bytes under the slim
-// topic's limit, logging the figure it applies and where it comes from.
+// topic's limit. (The daemon logs the figure and where it comes from once,
+// with the chain's other settings: Chain.Threshold.)
 func sizeThreshold(step string, setting settings.SizeOrAuto, deps Deps) (int, error) {
-	logger := deps.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
 	limit := deps.SlimTopicLimit
 	if !setting.IsAuto() {
 		if limit > 0 && int(setting) > limit {
 			return 0, fmt.Errorf("%s: threshold %s is over the %d bytes the slim topic and producer accept: records between the two would fail; lower the threshold or use threshold: auto", step, setting, limit)
 		}
-		logger.Info("threshold set", zap.String("step", step), zap.Int("threshold_bytes", int(setting)), zap.Int("topic_limit_bytes", limit))
 		return int(setting), nil
 	}
 	if limit <= 0 {
@@ -195,10 +189,6 @@ func sizeThreshold(step string, setting settings.SizeOrAuto, deps Deps) (int, er
 	if threshold < int(settings.KiB) {
 		return 0, fmt.Errorf("%s: the slim topic accepts only %d bytes, too little for threshold auto to leave %s of headroom", step, limit, AutoThresholdHeadroom)
 	}
-	logger.Info("threshold derived from the topic's limit", zap.String("step", step),
-		zap.Int("threshold_bytes", threshold),
-		zap.Int("topic_limit_bytes", limit),
-		zap.Int("headroom_bytes", int(AutoThresholdHeadroom)))
 	return threshold, nil
 }
 

@@ -100,12 +100,12 @@ func (m *migrationProgress) line() {
 	elapsed := now.Sub(m.began)
 	rate := float64(m.done) / max(elapsed.Seconds(), 1e-3)
 	fields := []zap.Field{zap.Int64("records_committed", m.done), zap.Int64("records_total", m.total),
-		zap.Float64("records_per_second", float64(int64(rate*10))/10), zap.Duration("elapsed", elapsed.Round(time.Second))}
+		zap.Float64("records_per_second", float64(int64(rate*10))/10), zap.Duration("elapsed_seconds", elapsed.Round(time.Second))}
 	if m.total > 0 {
 		fields = append(fields, zap.String("percent", fmt.Sprintf("%.1f", 100*float64(min(m.done, m.total))/float64(m.total))))
 	}
 	if left := m.total - m.done; left > 0 && rate > 0 {
-		fields = append(fields, zap.Duration("time_left", time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second)))
+		fields = append(fields, zap.Duration("time_left_seconds", time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second)))
 	}
 	m.log.Info("migration progress", fields...)
 }

@@ -34,7 +34,7 @@ func TestMigrationProgressLinesCarryTotalPercentAndTimeLeft(t *testing.T) {
 	}
 	got := lines[0].ContextMap()
 	want := map[string]any{"records_committed": int64(250), "records_total": int64(1000), "percent": "25.0",
-		"records_per_second": 25.0, "time_left": 30 * time.Second, "elapsed": 10 * time.Second}
+		"records_per_second": 25.0, "time_left_seconds": 30 * time.Second, "elapsed_seconds": 10 * time.Second}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v (%T), want %v", k, got[k], got[k], v)
@@ -44,7 +44,7 @@ func TestMigrationProgressLinesCarryTotalPercentAndTimeLeft(t *testing.T) {
 	m.add(map[engine.Partition]int64{part: 750}, 1<<20)
 	m.finish()
 	lines = logs.TakeAll()
-	if len(lines) != 1 || lines[0].ContextMap()["percent"] != "100.0" || lines[0].ContextMap()["time_left"] != nil {
+	if len(lines) != 1 || lines[0].ContextMap()["percent"] != "100.0" || lines[0].ContextMap()["time_left_seconds"] != nil {
 		t.Fatalf("the last line: %+v, want one at 100.0 percent with no time left", lines)
 	}
 }

@@ -127,7 +127,7 @@ the pause and the resume are each logged once. Nothing is skipped.`,
 				collectAtHeapLimit(p, logger)
 				stopWatch := exitIfStuck(ctx, daemon.ShutdownTimeout+shutdownGrace, func() {
 					logger.Error("shutdown did not finish in time: a Kafka client call is stuck; exiting without leaving the group (the open transaction aborts when this transactional.id starts again, and its records are read again)",
-						zap.Duration("after", daemon.ShutdownTimeout+shutdownGrace))
+						zap.Duration("after_seconds", daemon.ShutdownTimeout+shutdownGrace))
 					logger.Sync()
 					os.Exit(exitFailure)
 				})

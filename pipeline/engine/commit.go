@@ -67,8 +67,8 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
 		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes),
-			zap.Duration("collect", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect", transformed.Sub(collected)),
-			zap.Duration("settle_previous", settled.Sub(transformed)), zap.Duration("produce_rest", e.opts.Now().Sub(settled)))
+			zap.Duration("collect_seconds", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect_seconds", transformed.Sub(collected)),
+			zap.Duration("settle_previous_seconds", settled.Sub(transformed)), zap.Duration("produce_rest_seconds", e.opts.Now().Sub(settled)))
 	}
 	e.batch.reset()
 	return nil
@@ -102,7 +102,7 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done 
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer, its records still transforming carried over"); ce != nil {
 		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes), zap.Int("carried", e.batch.len),
-			zap.Duration("collect", collected.Sub(began)), zap.Duration("produce_finished", e.opts.Now().Sub(collected)))
+			zap.Duration("collect_seconds", collected.Sub(began)), zap.Duration("produce_finished_seconds", e.opts.Now().Sub(collected)))
 	}
 	return true, nil
 }

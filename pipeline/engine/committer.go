@@ -58,7 +58,7 @@ func (c *committer) commit(ctx context.Context, offsets []Offset, t tally) error
 	c.m.Committed(Transaction{Took: took, Out: t.out, Dropped: t.dropped, Offloaded: t.offloaded, Passthrough: t.passthrough,
 		Retried: t.retried, OffloadedBytes: t.offloadedBytes, DeadLettered: t.deadLettered})
 	if ce := c.log.Check(zap.DebugLevel, "transaction committed"); ce != nil {
-		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took", took))
+		ce.Write(zap.Int("records", t.out+t.dropped), zap.Int("produced", t.out), zap.Duration("took_seconds", took))
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func (e *Engine) close(failed error) error {
 		return err
 	case <-time.After(closeTimeout):
 		e.log.Warn("the Kafka clients did not close in time: going on without them (an open transaction aborts when this transactional.id starts again)",
-			zap.Duration("waited", closeTimeout), zap.NamedError("after", failed))
+			zap.Duration("waited_seconds", closeTimeout), zap.NamedError("after", failed))
 		return nil
 	}
 }

@@ -131,7 +131,7 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 		e.total.retriedInPlace++
 		e.log.Warn("record failed: retrying in place (mode: blocking)", zap.String("topic", re.Record.Topic),
 			zap.Int32("partition", re.Record.Partition), zap.Int64("offset", re.Record.Offset),
-			zap.Int("attempt", e.failures[k]), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in", d.Delay), zap.Error(err))
+			zap.Int("attempt", e.failures[k]), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in_seconds", d.Delay), zap.Error(err))
 		if err := e.rewind(nil); err != nil {
 			return err
 		}

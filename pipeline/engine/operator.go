@@ -128,7 +128,7 @@ func (e *Engine) obey(ctx context.Context) error {
 		if err := e.ledger.resume(parts, byOperator); err != nil {
 			return fmt.Errorf("%w: resuming %v after an operator's pause: %w", ErrFatal, parts, err)
 		}
-		e.log.Info("resumed by an operator", zap.Duration("paused_for", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
+		e.log.Info("resumed by an operator", zap.Duration("paused_for_seconds", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
 		e.hold = nil
 		e.m.Resumed(PausedByOperator)
 	}

@@ -62,8 +62,8 @@ func (p *pause) revoked(parts []Partition) {
 func (e *Engine) paused(err error, d dlt.Decision) {
 	e.pause.outages++
 	if e.pause.outages > 1 {
-		e.log.Debug("payload store still unavailable: retrying the batch", zap.Error(err), zap.Duration("retry_in", d.Delay),
-			zap.Int("attempt", e.pause.outages), zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)))
+		e.log.Debug("payload store still unavailable: retrying the batch", zap.Error(err), zap.Duration("retry_in_seconds", d.Delay),
+			zap.Int("attempt", e.pause.outages), zap.Duration("paused_for_seconds", e.opts.Now().Sub(e.pause.since)))
 		return
 	}
 	e.pause.since = e.opts.Now()
@@ -72,7 +72,7 @@ func (e *Engine) paused(err error, d dlt.Decision) {
 	e.m.Paused(PausedByStore, reason)
 	e.publish()
 	e.log.Error("payload store unavailable past its budget: pipeline paused, the batch is retried until the store answers",
-		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in", d.Delay))
+		zap.String("reason", reason), zap.Error(err), zap.Duration("retry_in_seconds", d.Delay))
 }
 
 // resumed ends a pause once a batch that holds the record the store failed
@@ -81,7 +81,7 @@ func (e *Engine) resumed() {
 	if e.pause.outages == 0 || e.pause.failed != nil {
 		return
 	}
-	e.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for", e.opts.Now().Sub(e.pause.since)),
+	e.log.Info("payload store answers again: pipeline resumed", zap.Duration("paused_for_seconds", e.opts.Now().Sub(e.pause.since)),
 		zap.Int("attempts", e.pause.outages))
 	e.m.Resumed(PausedByStore)
 	e.pause = pause{}

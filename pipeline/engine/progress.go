@@ -46,14 +46,14 @@ func (e *Engine) progress() {
 		zap.Int("offloaded", e.total.offloaded), zap.Int("offloaded_bytes", e.total.offloadedBytes), zap.Int("dead_lettered", e.total.deadLettered),
 		zap.Int("dropped", e.total.dropped), zap.Int64("lag", e.lag), zap.Int("partitions", len(e.assigned))}
 	if !e.total.lastCommit.IsZero() {
-		fields = append(fields, zap.Duration("last_commit_ago", e.now.Sub(e.total.lastCommit).Round(time.Millisecond)))
+		fields = append(fields, zap.Duration("last_commit_ago_seconds", e.now.Sub(e.total.lastCommit).Round(time.Millisecond)))
 	}
 	e.log.Info("progress", fields...)
 }
 
 // summary logs what the run did, once it ends.
 func (e *Engine) summary(began time.Time, err error) {
-	fields := []zap.Field{zap.Duration("ran_for", e.opts.Now().Sub(began).Round(time.Millisecond)),
+	fields := []zap.Field{zap.Duration("ran_for_seconds", e.opts.Now().Sub(began).Round(time.Millisecond)),
 		zap.Int("records_committed", e.total.records), zap.Int("produced", e.total.produced), zap.Int("offloaded", e.total.offloaded),
 		zap.Int("offloaded_bytes", e.total.offloadedBytes), zap.Int("dead_lettered", e.total.deadLettered), zap.Int("dropped", e.total.dropped),
 		zap.Int("transactions", e.total.commits)}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"go.uber.org/zap"
@@ -11,7 +10,7 @@ import (
 // Assigned is called inside Poll once parts were added to the assignment:
 // the instance is ready from then on.
 func (e *Engine) Assigned(parts []Partition) error {
-	e.log.Info("partitions assigned", zap.String("partitions", fmt.Sprint(parts)))
+	e.log.Info("partitions assigned", zap.Stringers("partitions", parts))
 	for _, p := range parts {
 		if !slices.Contains(e.assigned, p) {
 			e.assigned = append(e.assigned, p)
@@ -60,8 +59,12 @@ func (e *Engine) revoke(parts []Partition, lost bool) error {
 		if _, err := e.settle(ctx, false); err != nil {
 			return err
 		}
-		e.log.Info("partitions revoked; dropping the uncommitted batch",
-			zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len), zap.Bool("lost", lost))
+		if e.batch.len > 0 {
+			e.log.Info("partitions revoked; dropping the uncommitted batch (its records are read again from the committed offsets)",
+				zap.Stringers("partitions", parts), zap.Int("records", e.batch.len), zap.Bool("lost", lost))
+		} else {
+			e.log.Info("partitions revoked", zap.Stringers("partitions", parts), zap.Bool("lost", lost))
+		}
 		if err := e.abortOpen(ctx); err != nil {
 			return err
 		}
@@ -69,7 +72,7 @@ func (e *Engine) revoke(parts []Partition, lost bool) error {
 		e.forget = e.forget[:0]
 		return nil
 	}
-	e.log.Info("partitions revoked; committing the batch in hand first", zap.String("partitions", fmt.Sprint(parts)), zap.Int("records", e.batch.len))
+	e.log.Info("partitions revoked; committing the batch in hand first", zap.Stringers("partitions", parts), zap.Int("records", e.batch.len))
 	if e.batch.len > 0 {
 		if err := e.flush(e.work, true); err != nil {
 			return err
