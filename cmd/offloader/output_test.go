@@ -56,8 +56,8 @@ func TestValidateOutputIsItsDocumentedShape(t *testing.T) {
 	}
 }
 
-// On the in-process broker, run --until-end, migrate verify and
-// migrate translate-offsets print their documented documents; a
+// On the in-process broker, run --until-end, analyze, gc, migrate verify
+// and migrate translate-offsets print their documented documents; a
 // translate-offsets without --execute changes nothing (the group's offsets
 // on the slim topic are read back), and with it moves the group.
 func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
@@ -94,6 +94,15 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 		t.Fatalf("migrate verify: exit %d, %+v", code, parity)
 	}
 
+	var analysis daemon.Analysis
+	if code := jsonOf(t, nil, "analyze.json", &analysis, "analyze", "-b", bootstrap, "-t", "raw", "--output", "json"); code != exitOK || analysis.Records != 30 {
+		t.Fatalf("analyze: exit %d, %d records; want 30", code, analysis.Records)
+	}
+	var collected struct{ Pointers int }
+	if code := jsonOf(t, nil, "gc.json", &collected, "gc", "-F", file, "--dry-run", "--grace", "1h", "--output", "json"); code != exitOK || collected.Pointers != 6 {
+		t.Fatalf("gc --dry-run: exit %d, %d pointers read; want 6", code, collected.Pointers)
+	}
+
 	f, err := config.Load(file, config.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +128,24 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 		}
 		return committed
 	}
+	// A running instance's status, through its admin API.
+	p.Observability.Listen = "127.0.0.1:0"
+	runCtx, stop := context.WithCancel(ctx)
+	d, err := daemon.Build(runCtx, p, daemon.Env{Version: "test", Logger: zap.NewNop()}, daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { _, err := d.Run(runCtx); ran <- err }()
+	var st struct{ State, Pipeline string }
+	if code := jsonOf(t, nil, "status.json", &st, "status", "--url", d.Addr().String(), "--output", "json"); code != exitOK || st.Pipeline != "p" {
+		t.Fatalf("status: exit %d, %+v", code, st)
+	}
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatalf("the daemon stopped with %v", err)
+	}
+
 	var plan translation
 	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--output", "json"); code != exitOK || !plan.DryRun || len(plan.Moves) != 3 || plan.Moved != 0 {
 		t.Fatalf("translate-offsets (a dry run): exit %d, %+v", code, plan)
