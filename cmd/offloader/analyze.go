@@ -55,6 +55,8 @@ What to read: -p N (repeatable; default every partition), -o START
 (beginning, end, N, -N or @TIME as for cat), --to END (an offset, or @TIME:
 stop each partition there), --sample N (the last N records of each
 partition: quick on a large topic).`,
+		example: `offloader analyze -b 127.0.0.1:19092 -t orders.fat --sample 1000
+offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			var bootstrap, topic, from, to, threshold string
 			var sample, top int

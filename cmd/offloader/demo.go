@@ -46,6 +46,8 @@ key), with headers source and content-type, every 50th a tombstone. Test data
 for your own pipeline: see docs/getting-started.md. It needs --brokers; a
 record the topic refuses (over its max.message.bytes) is exit 1, with the count.
 -X PROP=VALUE passes a librdkafka producer property (security.protocol, sasl.*).`,
+		example: `offloader demo
+offloader demo -b 127.0.0.1:19092 --produce-to payments.raw --records 40 --sizes 2KiB,300KiB,4MiB`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			o := demoOptions{}
 			fs.StringVarP(&o.bootstrap, "brokers", "b", "", "bootstrap `BROKERS` of a real cluster (default: an in-process broker)")

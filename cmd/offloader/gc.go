@@ -55,10 +55,8 @@ only when it has proven three things, and keeps it, saying why, otherwise:
 
 --dry-run deletes nothing and writes nothing (no clock probe); it prints
 what would be deleted. --output json prints the report as JSON (docs/payload-lifetime.md
-describes it). gc needs Describe and Read on every topic it reads.
-
-Example:
-  offloader gc -F pipeline.yaml --dry-run`,
+describes it). gc needs Describe and Read on every topic it reads.`,
+		example: `offloader gc -F pipeline.yaml --dry-run`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this (at least the pipeline's floor)")

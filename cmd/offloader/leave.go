@@ -35,6 +35,8 @@ only when the pod's ordinal is at or past the replicas wanted, or the
 StatefulSet is deleted. $POD_NAME names the pod. It exits 0 when the pod
 comes back (nothing to do).
 ` + adminHelp,
+		example: `offloader leave --url http://10.0.0.5:9464 --token "$ADMIN_TOKEN"
+offloader leave --if-scaled-in    # a StatefulSet pod's preStop hook`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			scaledIn := fs.Bool("if-scaled-in", false, "only when the pod's StatefulSet was scaled in past it (a Kubernetes preStop hook)")

@@ -279,3 +279,16 @@ func TestCompletionsGenerateForEveryShell(t *testing.T) {
 		t.Errorf("completing cat --fo: exit %d, %q; want --follow, --format and --format-string", code, stdout)
 	}
 }
+
+// Every command's help ends with an example invocation of it.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	for _, cmd := range commands() {
+		if !strings.HasPrefix(cmd.example, "offloader "+cmd.name) && !strings.Contains(cmd.example, " offloader "+cmd.name) {
+			t.Errorf("offloader %s: example %q does not invoke it", cmd.name, cmd.example)
+		}
+		code, stdout, _ := runCLI(nil, append(strings.Fields(cmd.name), "--help")...)
+		if code != exitOK || !strings.Contains(stdout, "Examples:\n  offloader "+cmd.name) && !strings.Contains(stdout, "Examples:\n  OFFLOADER_") {
+			t.Errorf("offloader %s --help shows no example:\n%s", cmd.name, stdout)
+		}
+	}
+}

@@ -70,6 +70,8 @@ offloader migrate translate-offsets -F FILE --group G [--execute]
   passed over; a partition G never committed on is left as it is. It prints
   the plan; --dry-run (the default) changes nothing, --execute applies it.
   It refuses a group with active members: stop its consumers first.`,
+		example: `offloader migrate -F orders.yaml --max-mb-per-s 200
+offloader migrate -F orders.yaml --until 2026-12-01T09:00:00Z --no-verify`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			until := fs.String("until", "", "stop at the first record at or after this RFC 3339 `TIME` (default: the end offsets at start-up)")

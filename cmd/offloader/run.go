@@ -92,6 +92,9 @@ transaction is not committed, the batch is rewound and retried with a growing
 backoff (up to 30s). Until a batch commits again, /readyz answers 503 with the
 reason (paused: store "blob" unavailable since ...) and offloader_paused is 1;
 the pause and the resume are each logged once. Nothing is skipped.`,
+		example: `offloader run -F pipeline.yaml
+OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-orders-$HOSTNAME offloader run -F pipeline.yaml --listen 0.0.0.0:9464
+offloader run -F pipeline.yaml --until-end --output json`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")

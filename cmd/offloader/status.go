@@ -44,6 +44,8 @@ image's HEALTHCHECK).
 ` + adminHelp + `
 
 Exit 1: the instance does not answer, refuses the token, or is unhealthy.`,
+		example: `offloader status --url http://127.0.0.1:9464
+offloader status -F pipeline.yaml --output json | jq .partitions`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			output := outputFlag(fs)
@@ -97,6 +99,7 @@ until a restart unless the pipeline sets observability.pause_file.
 It waits up to 30 s for the instance to obey and prints its status; if the
 batch in hand is still committing then, it says so (the pause follows).
 ` + adminHelp,
+		example: `offloader pause -F pipeline.yaml --reason "store maintenance"`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			reason := fs.String("reason", "", "why, shown by offloader status (at most 256 bytes)")
@@ -120,6 +123,7 @@ POST /resume on a running instance paused by offloader pause (or POST
 observability.pause_file if the pipeline sets one. A pause for an unavailable
 store ends by itself once the store answers; resume does not end that one.
 ` + adminHelp,
+		example: `offloader resume --url http://127.0.0.1:9464`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
 			return func() int {

@@ -14,6 +14,7 @@ func versionCommand() *command {
 		name:    "version",
 		summary: "print the version, commit and librdkafka version",
 		help:    `Prints offloader's version and commit, the Go version it was built with, and the version of the librdkafka bundled into it.`,
+		example: `offloader version`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			return func() int {
 				fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafka.LibraryVersion())
