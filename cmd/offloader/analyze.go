@@ -72,11 +72,8 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 			fs.IntVar(&sample, "sample", 0, "only the last `N` records of each partition")
 			fs.StringVar(&threshold, "threshold", "", "offload threshold: a `SIZE` or auto (default: the pipeline's, else auto)")
 			fs.IntVar(&top, "top", 10, "how many of the largest records to list")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
 				start, err := parseStart(from)
 				switch {
 				case err != nil:
@@ -150,7 +147,7 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 					fmt.Fprintf(c.stderr, "offloader analyze: %v\n", err)
 					return exitFailure
 				}
-				if output.json() {
+				if c.asJSON {
 					c.printJSON(rep)
 					return exitOK
 				}

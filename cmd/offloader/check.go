@@ -82,16 +82,13 @@ offloader check -F pipeline.yaml --output json | jq .ok`,
 			create := fs.Bool("create-missing", false, "create missing slim, retry and dead-letter topics with aligned settings")
 			sample := fs.Int("sample", 1000, "with an if: on the offload step, the last `N` records of each source partition to try it on (0: none)")
 			kafkaTimeout := fs.Duration("kafka-timeout", 30*time.Second, "how long Kafka has to answer (each store has the file's errors.store_budget)")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
 				switch {
 				case *sample < 0:
 					return c.usageError(fs, "--sample must not be negative")
 				case *kafkaTimeout <= 0:
 					return c.usageError(fs, "--kafka-timeout must be above 0")
-				}
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
 				}
 				p, code, ok := c.loadPipeline(fs.Name(), src)
 				if !ok {
@@ -108,7 +105,7 @@ offloader check -F pipeline.yaml --output json | jq .ok`,
 				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 				defer stop()
 				rep := c.check(ctx, p, logger, *create, *sample, *kafkaTimeout)
-				if output.json() {
+				if c.asJSON {
 					c.printJSON(rep)
 				} else {
 					rep.print(c.stdout, c.stderr)

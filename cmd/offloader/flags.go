@@ -47,39 +47,31 @@ func partitionFlag(fs *pflag.FlagSet, parts *[]int32) {
 	})
 }
 
-// output is --output: how a command prints its result.
-type output struct {
-	fs     *pflag.FlagSet
-	format *string
-	asJSON *bool // --json, the older spelling of --output json
-}
-
 // outputFlag is --output table|json, and --json as its older spelling
-// (deprecated: hidden from the help, and said so when used).
-func outputFlag(fs *pflag.FlagSet) output {
-	o := output{
-		fs:     fs,
-		format: fs.String("output", "table", "`FORMAT` of the result: table (for people) or json (for tools; the shapes are in docs/output.md)"),
-		asJSON: fs.Bool("json", false, "the same as --output json"),
-	}
+// (deprecated: hidden from the help, and said so when used). The command
+// runner checks them and sets cli.asJSON (outputOf).
+func outputFlag(fs *pflag.FlagSet) {
+	fs.String("output", "table", "`FORMAT` of the result: table (for people) or json (for tools; the shapes are in docs/output.md)")
+	fs.Bool("json", false, "the same as --output json")
 	fs.MarkDeprecated("json", "use --output json")
-	return o
 }
 
-func (o output) check() error {
-	switch {
-	case *o.format != "table" && *o.format != "json":
-		return fmt.Errorf("--output must be table or json, got %q", *o.format)
-	case *o.asJSON && *o.format == "table" && o.said():
-		return fmt.Errorf("--json and --output table contradict each other: give one")
+// outputOf reads the output flags of fs, if it has them: whether the
+// result is printed as JSON.
+func outputOf(fs *pflag.FlagSet) (asJSON bool, err error) {
+	if fs.Lookup("output") == nil {
+		return false, nil
 	}
-	return nil
+	format, _ := fs.GetString("output")
+	json, _ := fs.GetBool("json")
+	switch {
+	case format != "table" && format != "json":
+		return false, fmt.Errorf("--output must be table or json, got %q", format)
+	case json && format == "table" && fs.Changed("output"):
+		return false, fmt.Errorf("--json and --output table contradict each other: give one")
+	}
+	return format == "json" || json, nil
 }
-
-// said reports whether --output was given (not left at its default).
-func (o output) said() bool { return o.fs.Changed("output") }
-
-func (o output) json() bool { return *o.format == "json" || *o.asJSON }
 
 // printJSON prints v as indented JSON to stdout.
 func (c *cli) printJSON(v any) {

@@ -61,11 +61,8 @@ describes it). gc needs Describe and Read on every topic it reads.`,
 			src := c.pipelineFlags(fs)
 			grace := fs.Duration("grace", 24*time.Hour, "keep unreferenced objects younger than this (at least the pipeline's floor)")
 			dryRun := fs.Bool("dry-run", false, "delete nothing; print what would be deleted")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
 				p, code, ok := c.loadPipeline(fs.Name(), src)
 				if !ok {
 					return code
@@ -89,7 +86,7 @@ describes it). gc needs Describe and Read on every topic it reads.`,
 						fmt.Fprintf(c.stderr, "offloader gc: "+format+"\n", args...)
 					}})
 				if rep != nil {
-					if output.json() {
+					if c.asJSON {
 						printGCJSON(c.stdout, rep, err)
 					} else {
 						printGC(c.stdout, p, rep)

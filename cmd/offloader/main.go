@@ -170,7 +170,15 @@ func (c *cli) cobra(cmd *command, last string) *cobra.Command {
 			}
 			return fmt.Errorf("unexpected argument %q (flags come as --flag value)", args[0])
 		},
-		Run: func(*cobra.Command, []string) { c.code = run() },
+		Run: func(*cobra.Command, []string) {
+			asJSON, err := outputOf(fs)
+			if err != nil {
+				c.code = c.usageError(fs, "%v", err)
+				return
+			}
+			c.asJSON = asJSON
+			c.code = run()
+		},
 	}
 	cc.SuggestionsMinimumDistance = 2
 	cc.Flags().AddFlagSet(fs)

@@ -292,3 +292,19 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 		}
 	}
 }
+
+// --output takes table or json; --json, its older spelling, contradicts
+// --output table.
+func TestOutputFlagsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "-F", "x.yaml", "--output", "yaml"}, `--output must be table or json, got "yaml"`},
+		{[]string{"status", "--json", "--output", "table"}, "--json and --output table contradict each other"},
+	} {
+		if code, _, stderr := runCLI(nil, c.args...); code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("offloader %v: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}

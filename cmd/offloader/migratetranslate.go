@@ -58,12 +58,8 @@ pipeline's own group is refused: it stands on the source topics by design.`,
 			execute := fs.Bool("execute", false, "apply the plan")
 			wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
 			force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
-				c.asJSON = output.json()
 				return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *force)
 			}
 		},

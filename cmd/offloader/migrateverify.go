@@ -34,12 +34,8 @@ offloader migrate verify -F pipeline.yaml --output json | jq -e .ok`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			deep := fs.Bool("deep", false, "download every payload and check its SHA-256")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
-				c.asJSON = output.json()
 				p, code, ok := c.loadPipeline("migrate verify", src)
 				if !ok {
 					return code

@@ -99,12 +99,9 @@ offloader run -F pipeline.yaml --until-end --output json`,
 			src := c.pipelineFlags(fs)
 			untilEnd := fs.Bool("until-end", false, "stop once every assigned source partition reaches the end offset it had at start-up, and print what was committed per partition")
 			listen := fs.String("listen", "", "serve /metrics, /healthz, /readyz and the admin API at `ADDR` (host:port), in place of the file's observability.listen")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
-				if output.said() && !*untilEnd {
+				if fs.Changed("output") && !*untilEnd {
 					return c.usageError(fs, "--output is the format of --until-end's report: a run without it prints none")
 				}
 				if *listen != "" {
@@ -137,7 +134,7 @@ offloader run -F pipeline.yaml --until-end --output json`,
 				defer stopWatch()
 				res, err := runPipeline(ctx, p, logger, daemon.Options{Bounded: *untilEnd})
 				if err == nil && *untilEnd {
-					if output.json() {
+					if c.asJSON {
 						c.printJSON(runReportOf(res.report, res.until))
 					} else {
 						printReport(c.stdout, res.report, res.until)

@@ -48,12 +48,9 @@ Exit 1: the instance does not answer, refuses the token, or is unhealthy.`,
 offloader status -F pipeline.yaml --output json | jq .partitions`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			target := c.adminFlags(fs)
-			output := outputFlag(fs)
+			outputFlag(fs)
 			healthz := fs.Bool("healthz", false, "only ask /healthz: exit 0 when healthy, 1 when not")
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
 				client, code, ok := c.adminClient(fs.Name(), target)
 				if !ok {
 					return code
@@ -73,7 +70,7 @@ offloader status -F pipeline.yaml --output json | jq .partitions`,
 					fmt.Fprintf(c.stderr, "offloader status: %v\n", err)
 					return exitFailure
 				}
-				if output.json() {
+				if c.asJSON {
 					c.printJSON(st)
 					return exitOK
 				}

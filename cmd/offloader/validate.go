@@ -48,12 +48,9 @@ offloader validate -F pipeline.yaml --output json | jq -r '.problems[] | "\(.pat
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			print := fs.Bool("print", false, "print the effective pipeline configuration, secrets redacted")
-			output := outputFlag(fs)
+			outputFlag(fs)
 			return func() int {
-				if err := output.check(); err != nil {
-					return c.usageError(fs, "%v", err)
-				}
-				if output.json() {
+				if c.asJSON {
 					if *print {
 						return c.usageError(fs, "--print prints YAML: it does not go with --output json")
 					}
