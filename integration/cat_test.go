@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/pointer"
 )
 
 // countingAzurite is a reverse proxy in front of Azurite that counts the
@@ -232,8 +234,13 @@ transforms:
 		if err := json.Unmarshal([]byte(out), &env); err != nil || code != 0 {
 			t.Fatalf("cat -J: exit %d, %v: %q\n%s", code, err, out, errOut)
 		}
+		headers := map[string]string{}
+		for i := 0; i+1 < len(env.Headers); i += 2 {
+			headers[*env.Headers[i]] = *env.Headers[i+1]
+		}
 		if env.Topic != slim || env.Partition != 1 || env.Offset != 2 || env.TSType != "create" || env.TS == 0 ||
-			env.Payload == nil || *env.Payload != "small-5" || len(env.Headers) != 4 || *env.Headers[2] != "n" || *env.Headers[3] != "5" {
+			env.Payload == nil || *env.Payload != "small-5" || len(env.Headers) != 6 || headers["n"] != "5" ||
+			headers[pointer.HeaderSource] != raw+"/1/2" {
 			t.Errorf("cat -J: %s; want kcat's envelope of record 5", out)
 		}
 	})

@@ -40,7 +40,7 @@ func runGuide(t *testing.T, file string, replace *strings.Replacer) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-F", replace.Replace(guideScript(t, file)))
+	cmd := exec.CommandContext(ctx, "bash", "-c", replace.Replace(guideScript(t, file)))
 	cmd.Dir = ".." // the repository's root, where the guides start
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Dir(offloaderBinary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))

@@ -398,7 +398,7 @@ func TestThePythonExampleRefusesTheVectorsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(strings.TrimSpace(string(python)), "-F", pythonVectors)
+	cmd := exec.Command(strings.TrimSpace(string(python)), "-c", pythonVectors)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -73,7 +73,7 @@ transforms:
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if !strings.Contains(d.output(), `"threshold_bytes": 295904`) {
+	if !strings.Contains(d.output(), `"offload_threshold": "295904 bytes (threshold: auto, from the slim topic `) {
 		t.Errorf("threshold auto did not derive 300,000 - 4 KiB = 295,904 from the slim topic's override")
 	}
 	store := openFS(t, root)

@@ -103,7 +103,7 @@ func TestGoAndPythonReadersAgreeOnPointers(t *testing.T) {
 		in = append(in, wire{Value: base64.StdEncoding.EncodeToString(c.value), Headers: c.headers})
 	}
 	stdin, _ := json.Marshal(in)
-	cmd := exec.Command(strings.TrimSpace(string(python)), "-F", pythonVerdicts, "../docs/examples", root)
+	cmd := exec.Command(strings.TrimSpace(string(python)), "-c", pythonVerdicts, "../docs/examples", root)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

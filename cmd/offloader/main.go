@@ -108,7 +108,7 @@ func (c *cli) main(args []string) int {
 	}
 	fmt.Fprintf(c.stderr, "%s: %s\n", path, msg)
 	if strings.HasPrefix(msg, "if any flags in the group") {
-		fmt.Fprintf(c.stderr, "Give one of them: nothing was done.\n")
+		fmt.Fprintf(c.stderr, "Give one of them: nothing was changed.\n")
 	}
 	if strings.Contains(msg, "shorthand flag: 'c' in -c") && cmd.Flags().Lookup("config") != nil {
 		fmt.Fprintf(c.stderr, "The pipeline file is -F FILE (--config FILE).\n")
