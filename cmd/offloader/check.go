@@ -7,13 +7,10 @@ import (
 	"syscall"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/spf13/pflag"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/observability"
 )
 
@@ -104,11 +101,18 @@ offloader check -F pipeline.yaml --output json | jq .ok`,
 				defer logger.Sync()
 				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 				defer stop()
-				rep := c.check(ctx, p, logger, *create, *sample, *kafkaTimeout)
+				from := ""
+				if c.getenv(config.OverridePrefix+"KAFKA__BOOTSTRAP_SERVERS") != "" {
+					from = "$" + config.OverridePrefix + "KAFKA__BOOTSTRAP_SERVERS (it overrides kafka.bootstrap_servers)"
+				}
+				rep := daemon.Check(ctx, p, daemon.CheckOptions{CreateMissing: *create, Sample: *sample, KafkaTimeout: *kafkaTimeout,
+					BootstrapFrom: from, Log: logger, Progress: func(format string, args ...any) {
+						fmt.Fprintf(c.stderr, format+"\n", args...)
+					}})
 				if c.asJSON {
 					c.printJSON(rep)
 				} else {
-					rep.print(c.stdout, c.stderr)
+					printCheck(c.stdout, c.stderr, rep)
 				}
 				if !rep.OK {
 					return exitFailure
@@ -117,68 +121,4 @@ offloader check -F pipeline.yaml --output json | jq .ok`,
 			}
 		},
 	}
-}
-
-// check checks p's topics and limits on Kafka (within kafkaTimeout), tries
-// the offload step's if: on samples, and probes each store (within its own
-// budget), one after the other, each with its own time: a Kafka that does
-// not answer leaves the stores their time, and is named as the cause.
-func (c *cli) check(ctx context.Context, p *config.Pipeline, logger *zap.Logger, create bool, sample int, kafkaTimeout time.Duration) *checkReport {
-	rep := &checkReport{Kafka: checkKafka{Bootstrap: p.Kafka.BootstrapServers, Created: []string{}, Limits: []checkRow{}, Problems: []limits.Problem{}}}
-	fmt.Fprintf(c.stderr, "checking Kafka at %s (up to %s)\n", p.Kafka.BootstrapServers, kafkaTimeout)
-	kctx, cancel := context.WithTimeout(ctx, kafkaTimeout)
-	figures, err := daemon.Survey(kctx, p, logger)
-	if err == nil && create {
-		figures, rep.Kafka.Created, err = daemon.CreateMissing(kctx, p, figures, logger)
-	}
-	cancel()
-	if err != nil {
-		rep.Kafka.Error = err.Error()
-		if kctx.Err() != nil || figures == nil {
-			rep.Kafka.Fix = c.bootstrapFix(p, kafkaTimeout)
-		}
-	} else {
-		rep.Kafka.Reached = true
-		rows, problems := limits.Check(figures)
-		for _, r := range rows {
-			rep.Kafka.Limits = append(rep.Kafka.Limits, checkRow{Topic: r.Topic, Role: r.Role, Gate: r.Gate, Limit: r.Limit, Largest: r.Largest, OK: r.OK})
-		}
-		rep.Kafka.Problems = append(rep.Kafka.Problems, problems...)
-		if len(problems) == 0 && sample > 0 {
-			sctx, cancel := context.WithTimeout(ctx, kafkaTimeout*time.Duration(len(p.Source.Topics)))
-			read, problems, err := daemon.SampleOffloadIf(sctx, p, sample)
-			cancel()
-			if read >= 0 || err != nil {
-				rep.Sample = &checkSample{PerPartition: sample, Records: max(read, 0), Problems: problems}
-				if err != nil {
-					rep.Sample.Error = err.Error()
-				}
-			}
-		}
-	}
-	for name, spec := range p.Stores {
-		fmt.Fprintf(c.stderr, "checking store %s (%s, up to %s)\n", name, spec.Type, p.Errors.StoreBudget)
-	}
-	rows, problems := daemon.CheckStores(ctx, p)
-	rep.Stores = checkStores{Checks: rows, Problems: problems}
-	if rep.Stores.Checks == nil {
-		rep.Stores.Checks = []daemon.StoreCheck{}
-	}
-	if rep.Stores.Problems == nil {
-		rep.Stores.Problems = []limits.Problem{}
-	}
-	rep.OK = rep.Kafka.Reached && len(rep.Kafka.Problems) == 0 && len(rep.Stores.Problems) == 0 &&
-		(rep.Sample == nil || rep.Sample.Error == "" && len(rep.Sample.Problems) == 0)
-	return rep
-}
-
-// bootstrapFix says what to change when Kafka did not answer: the setting
-// (or the variable that overrides it) and the reachability of the brokers.
-func (c *cli) bootstrapFix(p *config.Pipeline, timeout time.Duration) string {
-	where := "kafka.bootstrap_servers in the pipeline file"
-	if env := c.getenv(config.OverridePrefix + "KAFKA__BOOTSTRAP_SERVERS"); env != "" {
-		where = "$" + config.OverridePrefix + "KAFKA__BOOTSTRAP_SERVERS (it overrides kafka.bootstrap_servers)"
-	}
-	return fmt.Sprintf("no broker at %s answered within %s: check %s, that the brokers are up and reachable from here (kafka-broker-api-versions.sh --bootstrap-server %s), and kafka.consumer's security settings (security.protocol, sasl.*)",
-		p.Kafka.BootstrapServers, timeout, where, p.Kafka.BootstrapServers)
 }

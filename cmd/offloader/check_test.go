@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 )
 
@@ -76,7 +77,7 @@ func TestCheckOutputIsItsDocumentedShape(t *testing.T) {
 	if err := validates(t, "../../docs/schemas/check.json", []byte(stdout)); err != nil {
 		t.Fatalf("check --output json is not the documented shape: %v\n%s", err, stdout)
 	}
-	var rep checkReport
+	var rep daemon.CheckReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

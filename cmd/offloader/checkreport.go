@@ -9,58 +9,9 @@ import (
 	"github.com/offloader/offloader/limits"
 )
 
-// checkReport is what check found, as --output json prints it (its shape:
-// docs/schemas/check.json).
-type checkReport struct {
-	// OK: every limit fits, Kafka answered, every store works, and no
-	// sampled record is bound for the dead-letter topic.
-	OK     bool         `json:"ok"`
-	Kafka  checkKafka   `json:"kafka"`
-	Sample *checkSample `json:"sample,omitempty"`
-	Stores checkStores  `json:"stores"`
-}
-
-// checkKafka is what check read from the cluster.
-type checkKafka struct {
-	Bootstrap string `json:"bootstrap_servers"`
-	// Reached: the cluster answered; else Error says how it failed, and Fix
-	// what to change when no broker answered.
-	Reached  bool             `json:"reached"`
-	Error    string           `json:"error,omitempty"`
-	Fix      string           `json:"fix,omitempty"`
-	Created  []string         `json:"created_topics"`
-	Limits   []checkRow       `json:"limits"`
-	Problems []limits.Problem `json:"problems"`
-}
-
-// checkRow is a line of the limit table.
-type checkRow struct {
-	Topic   string `json:"topic"`
-	Role    string `json:"role"`
-	Gate    string `json:"gate"`
-	Limit   int    `json:"limit"`
-	Largest int    `json:"largest_record"`
-	OK      bool   `json:"ok"`
-}
-
-// checkSample is the offload step's if: tried on the last records of each
-// source partition (only when the step has an if:).
-type checkSample struct {
-	PerPartition int              `json:"per_partition"`
-	Records      int64            `json:"records"`
-	Problems     []limits.Problem `json:"problems"`
-	Error        string           `json:"error,omitempty"`
-}
-
-// checkStores is each store's checks and problems.
-type checkStores struct {
-	Checks   []daemon.StoreCheck `json:"checks"`
-	Problems []limits.Problem    `json:"problems"`
-}
-
 // print prints the report as tables: results to out, and why Kafka could
 // not be read to errOut.
-func (r *checkReport) print(out, errOut io.Writer) {
+func printCheck(out, errOut io.Writer, r *daemon.CheckReport) {
 	k := r.Kafka
 	for _, t := range k.Created {
 		fmt.Fprintf(out, "created topic %s\n", t)
