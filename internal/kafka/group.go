@@ -233,7 +233,11 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 			}
 			return nil, g.explain("consumer", e)
 		}
-		g.log.Warn("consumer error", zap.Error(e))
+		if transient(e) {
+			g.log.Debug("consumer error", zap.Error(e))
+		} else {
+			g.log.Warn("consumer error", zap.Error(e))
+		}
 	}
 	return nil, nil
 }

@@ -14,10 +14,23 @@ import (
 // logClient writes a client's librdkafka log (go.logs.channel.enable) to log
 // until the client closes: one stream, in the pipeline's log format, instead
 // of librdkafka's own lines on stderr.
+//
+// A broker that cannot be reached (a rolling restart, a crash) is a warning,
+// logged once per broker and outage (outages), not an error per connection
+// attempt: librdkafka reconnects by itself, and an error line is for what
+// needs a person.
 func logClient(log *zap.Logger, events chan kafka.LogEvent) {
 	var once repeats
+	var away outages
 	for ev := range events {
 		msg := strings.TrimSpace(ev.Message)
+		if broker, ok := brokerAway(msg); ok {
+			if away.begins(broker, time.Now()) {
+				log.Warn("a Kafka broker cannot be reached; the client reconnects by itself (said once per broker and outage)",
+					zap.String("broker", broker), zap.String("kafka_client", ev.Name), zap.String("first_error", msg))
+			}
+			continue
+		}
 		ce := log.Check(syslogLevel(ev.Level), msg)
 		if ce == nil {
 			continue
@@ -26,6 +39,51 @@ func logClient(log *zap.Logger, events chan kafka.LogEvent) {
 			ce.Write(zap.String("kafka_client", ev.Name), zap.String("tag", ev.Tag), zap.Int("repeated_since_last_logged", suppressed))
 		}
 	}
+}
+
+// awayMessage is a librdkafka line saying that a broker cannot be reached
+// or dropped the connection: "HOST:PORT/ID: Connect to ... failed: ...",
+// "...: Disconnected ...", "...: Receive failed ...", "...: Connection
+// refused", after librdkafka's thread name ("[thrd:HOST:PORT/ID]: ").
+var awayMessage = regexp.MustCompile(`^(?:\[thrd:[^\]]*\]: )?(\S+:\d+/\S+?): (Connect to .* failed|Disconnected|Receive failed|Send failed|Failed to resolve|.*Connection (refused|reset)|.*timed out)`)
+
+// brokerAway reports whether msg says a broker is away, and which one.
+func brokerAway(msg string) (string, bool) {
+	if m := awayMessage.FindStringSubmatch(msg); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// outageQuiet ends an outage: a broker not said to be away for this long
+// is back (librdkafka retries a connection within seconds), and its next
+// failure is a new outage.
+const outageQuiet = 60 * time.Second
+
+// outages tracks the brokers said to be away, to log each outage once.
+type outages struct {
+	mu       sync.Mutex
+	lastSeen map[string]time.Time
+}
+
+// begins reports whether a failure of broker at now starts an outage (its
+// last failure was longer than outageQuiet ago, or there was none).
+func (o *outages) begins(broker string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lastSeen == nil {
+		o.lastSeen = map[string]time.Time{}
+	}
+	last, seen := o.lastSeen[broker]
+	o.lastSeen[broker] = now
+	return !seen || now.Sub(last) > outageQuiet
+}
+
+// transient reports whether a client error event only says that brokers
+// are away: librdkafka's log says so too (logClient logs it once per
+// outage), so the event adds nothing but a second line.
+func transient(e kafka.Error) bool {
+	return !e.IsFatal() && (e.Code() == kafka.ErrTransport || e.Code() == kafka.ErrAllBrokersDown)
 }
 
 // repeatWindow: a client message seen again within it is counted, not

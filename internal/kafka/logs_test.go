@@ -3,6 +3,11 @@ package kafka
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // A client repeating itself (a broker away) is logged once per kind and
@@ -35,3 +40,41 @@ func TestRepeatedClientMessagesAreLoggedOnce(t *testing.T) {
 func fmtDown(format string, ms int) string { return fmt.Sprintf(format, ms) }
 
 func digitsKey(msg string) string { return digits.ReplaceAllString(msg, "#") }
+
+// A broker that cannot be reached is one warning per broker and outage, not
+// an error line per connection attempt; another client error stays an
+// error; a broker away again after a quiet spell is a new outage.
+func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	events := make(chan kafka.LogEvent, 16)
+	done := make(chan struct{})
+	go func() { logClient(zap.New(core), events); close(done) }()
+	for i := range 5 {
+		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
+			Message: fmt.Sprintf("127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after %dms in state CONNECT)", i)}
+		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
+			Message: "[thrd:127.0.0.1:19093/2]: 127.0.0.1:19093/2: Disconnected (after 1200ms in state UP)"}
+	}
+	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "SSL", Level: 3, Message: "ssl.ca.location failed: No such file"}
+	close(events)
+	<-done
+	var warned []string
+	for _, e := range logs.All() {
+		switch e.Level {
+		case zap.WarnLevel:
+			warned = append(warned, e.ContextMap()["broker"].(string))
+		case zap.ErrorLevel:
+			if e.Message != "ssl.ca.location failed: No such file" {
+				t.Errorf("an error line for a broker away: %s", e.Message)
+			}
+		}
+	}
+	if fmt.Sprint(warned) != "[127.0.0.1:19092/1 127.0.0.1:19093/2]" || logs.FilterLevelExact(zap.ErrorLevel).Len() != 1 {
+		t.Fatalf("warned about %v, %d error lines; want one warning per broker and the SSL error", warned, logs.FilterLevelExact(zap.ErrorLevel).Len())
+	}
+	var o outages
+	now := time.Now()
+	if !o.begins("b/1", now) || o.begins("b/1", now.Add(outageQuiet/2)) || !o.begins("b/1", now.Add(outageQuiet/2+outageQuiet+time.Second)) {
+		t.Error("an outage does not begin, go on and end as outageQuiet says")
+	}
+}

@@ -100,6 +100,10 @@ func (s *Session) logEvents(producer *kafka.Producer) {
 	var once repeats
 	for ev := range producer.Events() {
 		if e, ok := ev.(kafka.Error); ok {
+			if transient(e) {
+				s.log.Debug("producer error", zap.Error(e))
+				continue
+			}
 			level := zap.WarnLevel
 			if e.IsFatal() {
 				level = zap.ErrorLevel
