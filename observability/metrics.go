@@ -52,6 +52,12 @@ type Metrics struct {
 	stores             storeHealth
 }
 
+// StoreLatencyBuckets are the bounds of offloader_store_call_seconds, in
+// seconds: a few per decade, and 50, 100, 150, 250 and 500 ms apart, where
+// the percentiles of a 1 MiB upload lie, so that p50, p90 and p99 do not
+// fall in one bucket.
+var StoreLatencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30}
+
 // NewMetrics registers the metrics of one pipeline.
 func NewMetrics(pipeline string) *Metrics {
 	reg := prometheus.NewRegistry()
@@ -78,7 +84,7 @@ func NewMetrics(pipeline string) *Metrics {
 		ReservedHeaders:   f("reserved_headers_stripped_total", "Retry headers (__offloader.retry.*) on source records, ignored and removed: only the pipeline's retry topics may carry them."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
-			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: StoreLatencyBuckets,
 		}, []string{"store", "op"}),
 		TxnLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "transaction_commit_seconds", Help: "Time to commit a transaction (offsets and records).",
