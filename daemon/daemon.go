@@ -149,7 +149,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
-	if d.group, d.session, err = kafka.Connect(ctx, d.kafka, plan, logger, d.metrics.ReplacedProducers); err != nil {
+	if d.group, d.session, err = kafka.Connect(ctx, d.kafka, plan, logger, kafka.SessionMetrics{Replaced: d.metrics.ReplacedProducers, CallSeconds: d.metrics.TxnCallSeconds}); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -41,7 +41,10 @@ type Metrics struct {
 	Paused          prometheus.Gauge
 	// SlowStoreCalls counts the store calls retrying for longer than a few
 	// seconds right now (an outage within the store budget).
-	SlowStoreCalls    prometheus.Gauge
+	SlowStoreCalls prometheus.Gauge
+	// TxnCallSeconds is how long the transactional call in progress has run
+	// (0 between calls).
+	TxnCallSeconds    prometheus.Gauge
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
 	pipeline          string
@@ -107,7 +110,11 @@ func NewMetrics(pipeline string) *Metrics {
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}),
 	}
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.DeadLettered)
+	m.TxnCallSeconds = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "transaction_call_seconds", Help: "How long the transactional call in progress (BeginTransaction, SendOffsetsToTransaction, CommitTransaction, AbortTransaction) has run, updated every second; 0 between calls. Past 5 s it is logged once; past its deadline (transaction.timeout.ms) plus 15 s the producer is replaced.",
+		ConstLabels: prometheus.Labels{"pipeline": pipeline},
+	})
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.DeadLettered)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m

@@ -45,7 +45,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), &counter{})
+			group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), SessionMetrics{Replaced: &counter{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +332,7 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 		SlimTopic: "slim",
 	}
 	m := &counter{}
-	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), m)
+	group, session, err := Connect(context.Background(), p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), SessionMetrics{Replaced: m})
 	if err != nil {
 		t.Fatal(err)
 	}

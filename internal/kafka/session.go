@@ -34,10 +34,14 @@ type Session struct {
 	log  *zap.Logger
 	// replaced counts producers replaced (offloader_producers_replaced_total).
 	replaced Counter
+	// callSeconds is how long the transactional call in progress has run
+	// (offloader_transaction_call_seconds; 0 between calls).
+	callSeconds Gauge
 	group    *Group // whose consumer's group metadata goes into each commit
 	producer *kafka.Producer
-	// stuckGrace is the package's stuckGrace, shorter in tests.
-	stuckGrace time.Duration
+	// stuckGrace and slowAfter are the package's stuckGrace and
+	// slowCallAfter, shorter in tests.
+	stuckGrace, slowAfter time.Duration
 	// stuck is the call the producer is stuck in, if any: Abort replaces it.
 	stuck   *stuckError
 	msg     kafka.Message  // reused by Produce
@@ -48,14 +52,42 @@ type Session struct {
 // Counter counts an event; a Prometheus counter is one.
 type Counter interface{ Inc() }
 
+// Gauge is a figure that goes up and down; a Prometheus gauge is one.
+type Gauge interface{ Set(float64) }
+
+// SessionMetrics are what a Session reports.
+type SessionMetrics struct {
+	// Replaced counts the producers replaced.
+	Replaced Counter
+	// CallSeconds is how long the transactional call in progress has run.
+	CallSeconds Gauge
+}
+
+// slowCallAfter is how long a transactional call runs before it is logged,
+// once, as slow: a coordinator that moved (a broker restart) answers within
+// seconds; one that does not may be librdkafka's transactional hang, which
+// the stuck-call fallback ends (callTimeout + stuckGrace).
+const slowCallAfter = 5 * time.Second
+
+// callTimeout is how long a transactional call (and its retries) may take:
+// the transaction's own timeout (transaction.timeout.ms), past which the
+// broker aborts the transaction anyway, at least 5 s; the default 60 s when
+// the pipeline says none. AbortTransaction gets half of it.
+func (s *Session) callTimeout() time.Duration {
+	if s.p.TransactionTimeout <= 0 {
+		return time.Minute
+	}
+	return max(s.p.TransactionTimeout, 5*time.Second)
+}
+
 // Connect creates the pipeline's consumer and transactional producer and
 // initialises transactions, which fences any earlier producer with the same
 // transactional.id and aborts its open transaction.
 //
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
-func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, replaced Counter) (*Group, *Session, error) {
-	s := &Session{p: p, plan: plan, log: log, replaced: replaced, stuckGrace: stuckGrace}
+func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, m SessionMetrics) (*Group, *Session, error) {
+	s := &Session{p: p, plan: plan, log: log, replaced: m.Replaced, callSeconds: m.CallSeconds, stuckGrace: stuckGrace, slowAfter: slowCallAfter}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -117,7 +149,7 @@ func (s *Session) logEvents(producer *kafka.Producer) {
 
 // Begin opens a transaction.
 func (s *Session) Begin(ctx context.Context) error {
-	return s.txnCall(ctx, "BeginTransaction", time.Minute, func(context.Context) error { return s.producer.BeginTransaction() })
+	return s.txnCall(ctx, "BeginTransaction", s.callTimeout(), func(context.Context) error { return s.producer.BeginTransaction() })
 }
 
 // Commit sends offsets with the group's metadata to the transaction and
@@ -132,12 +164,12 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 	for i, o := range offsets {
 		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
 	}
-	if err := s.txnCall(ctx, "SendOffsetsToTransaction", time.Minute, func(c context.Context) error {
+	if err := s.txnCall(ctx, "SendOffsetsToTransaction", s.callTimeout(), func(c context.Context) error {
 		return s.producer.SendOffsetsToTransaction(c, tps, meta)
 	}); err != nil {
 		return err
 	}
-	return s.txnCall(ctx, "CommitTransaction", time.Minute, s.producer.CommitTransaction)
+	return s.txnCall(ctx, "CommitTransaction", s.callTimeout(), s.producer.CommitTransaction)
 }
 
 // Abort aborts the open transaction. A producer stuck in a call is replaced
@@ -151,7 +183,7 @@ func (s *Session) Abort(ctx context.Context) error {
 	if s.stuck != nil {
 		return s.replaceStuck(ctx)
 	}
-	err := s.txnCall(ctx, "AbortTransaction", 30*time.Second, s.producer.AbortTransaction)
+	err := s.txnCall(ctx, "AbortTransaction", max(s.callTimeout()/2, 5*time.Second), s.producer.AbortTransaction)
 	var abort *engine.AbortError
 	switch {
 	case errors.As(err, &abort):
@@ -307,6 +339,7 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 	callCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	deadline, _ := callCtx.Deadline()
+	defer s.watch(what, deadline)()
 	backoff := 50 * time.Millisecond
 	for {
 		err := bounded(what, deadline, s.stuckGrace, func() error { return call(callCtx) })
@@ -339,6 +372,46 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 			backoff = min(2*backoff, time.Second)
 		default:
 			return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
+		}
+	}
+}
+
+// watch reports a transactional call while it runs: the gauge of its
+// running time, updated every second, and a warning once it has run
+// slowAfter, naming the call and when the stuck-call fallback would act.
+// The function it returns ends the watch.
+func (s *Session) watch(what string, deadline time.Time) func() {
+	started := time.Now()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(min(time.Second, s.slowAfter/4))
+		defer tick.Stop()
+		warned := false
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				running := now.Sub(started)
+				if s.callSeconds != nil {
+					s.callSeconds.Set(running.Seconds())
+				}
+				if running >= s.slowAfter && !warned {
+					warned = true
+					s.log.Warn("a transactional call is slow: the transaction coordinator may have moved (a broker restart); past its deadline the producer is replaced",
+						zap.String("call", what), zap.Duration("running_seconds", running),
+						zap.Duration("replaced_after_seconds", deadline.Add(s.stuckGrace).Sub(started)))
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		if s.callSeconds != nil {
+			s.callSeconds.Set(0)
 		}
 	}
 }

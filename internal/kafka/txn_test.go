@@ -5,17 +5,70 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/offloader/offloader/pipeline/engine"
 )
 
 func testSession() *Session {
-	return &Session{p: Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond}
+	return &Session{p: Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond, slowAfter: time.Hour}
+}
+
+// gauge is a Gauge that keeps what it was set to.
+type gauge struct{ v atomic.Value }
+
+func (g *gauge) Set(v float64) { g.v.Store(v) }
+func (g *gauge) value() float64 {
+	v, _ := g.v.Load().(float64)
+	return v
+}
+
+// A transactional call that runs long raises the call gauge while it runs
+// and is logged once as slow, naming the call and when the producer would be
+// replaced; when it returns, the gauge is 0 again.
+func TestASlowTransactionalCallIsWarnedOfOnceAndMeasured(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	s := testSession()
+	s.log, s.slowAfter, s.stuckGrace = zap.New(core), 40*time.Millisecond, time.Minute
+	g := &gauge{}
+	s.callSeconds = g
+	release := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		result <- s.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error { <-release; return nil })
+	}()
+	for logs.Len() == 0 || g.value() == 0 {
+		time.Sleep(10 * time.Millisecond) // until the watch has seen the call run past slowAfter
+	}
+	close(release)
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	entries := logs.TakeAll()
+	if len(entries) != 1 || entries[0].ContextMap()["call"] != "CommitTransaction" || entries[0].ContextMap()["replaced_after_seconds"] == nil {
+		t.Fatalf("logged %+v; want one warning naming CommitTransaction and when the producer would be replaced", entries)
+	}
+	if g.value() != 0 {
+		t.Errorf("the call gauge is %v after the call returned, want 0", g.value())
+	}
+}
+
+// The calls' deadlines come from transaction.timeout.ms (at least 5 s), the
+// default minute when the pipeline sets none.
+func TestTransactionalCallsTakeTheirDeadlineFromTheTransactionTimeout(t *testing.T) {
+	for timeout, want := range map[time.Duration]time.Duration{0: time.Minute, 10 * time.Second: 10 * time.Second, time.Second: 5 * time.Second} {
+		s := testSession()
+		s.p.TransactionTimeout = timeout
+		if got := s.callTimeout(); got != want {
+			t.Errorf("transaction.timeout.ms %s: calls get %s, want %s", timeout, got, want)
+		}
+	}
 }
 
 // A call that ignores its own timeout (librdkafka #5456) must not hold the
