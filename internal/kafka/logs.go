@@ -44,13 +44,17 @@ func logClient(log *zap.Logger, events chan kafka.LogEvent) {
 // awayMessage is a librdkafka line saying that a broker cannot be reached
 // or dropped the connection: "HOST:PORT/ID: Connect to ... failed: ...",
 // "...: Disconnected ...", "...: Receive failed ...", "...: Connection
-// refused", after librdkafka's thread name ("[thrd:HOST:PORT/ID]: ").
-var awayMessage = regexp.MustCompile(`^(?:\[thrd:[^\]]*\]: )?(\S+:\d+/\S+?): (Connect to .* failed|Disconnected|Receive failed|Send failed|Failed to resolve|.*Connection (refused|reset)|.*timed out)`)
+// refused", after librdkafka's thread name ("[thrd:HOST:PORT/ID]: ") and,
+// for a coordinator's connection, its role ("GroupCoordinator: HOST:PORT: ").
+var awayMessage = regexp.MustCompile(`^(?:\[thrd:[^\]]*\]: )?(?:[A-Za-z]+Coordinator: )?(\S+:\d+(?:/\S+?)?): (Connect to .* failed|Disconnected|Receive failed|Send failed|Failed to resolve|.*Connection (refused|reset)|.*timed out)`)
 
-// brokerAway reports whether msg says a broker is away, and which one.
+// brokerAway reports whether msg says a broker is away, and which one
+// (HOST:PORT: its connections as a broker, bootstrap server and coordinator
+// are one broker).
 func brokerAway(msg string) (string, bool) {
 	if m := awayMessage.FindStringSubmatch(msg); m != nil {
-		return m[1], true
+		broker, _, _ := strings.Cut(m[1], "/")
+		return broker, true
 	}
 	return "", false
 }

@@ -41,8 +41,9 @@ func fmtDown(format string, ms int) string { return fmt.Sprintf(format, ms) }
 
 func digitsKey(msg string) string { return digits.ReplaceAllString(msg, "#") }
 
-// A broker that cannot be reached is one warning per broker and outage, not
-// an error line per connection attempt; another client error stays an
+// A broker that cannot be reached is one warning per broker and outage (its
+// connections as a broker and as a coordinator alike), not an error line per
+// connection attempt; another client error stays an
 // error; a broker away again after a quiet spell is a new outage.
 func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
@@ -55,6 +56,8 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
 			Message: "[thrd:127.0.0.1:19093/2]: 127.0.0.1:19093/2: Disconnected (after 1200ms in state UP)"}
 	}
+	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
+		Message: "[thrd:TxnCoordinator]: TxnCoordinator: 127.0.0.1:19092: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after 0ms in state CONNECT)"}
 	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "SSL", Level: 3, Message: "ssl.ca.location failed: No such file"}
 	close(events)
 	<-done
@@ -69,7 +72,7 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 			}
 		}
 	}
-	if fmt.Sprint(warned) != "[127.0.0.1:19092/1 127.0.0.1:19093/2]" || logs.FilterLevelExact(zap.ErrorLevel).Len() != 1 {
+	if fmt.Sprint(warned) != "[127.0.0.1:19092 127.0.0.1:19093]" || logs.FilterLevelExact(zap.ErrorLevel).Len() != 1 {
 		t.Fatalf("warned about %v, %d error lines; want one warning per broker and the SSL error", warned, logs.FilterLevelExact(zap.ErrorLevel).Len())
 	}
 	var o outages

@@ -37,8 +37,8 @@ type Session struct {
 	// callSeconds is how long the transactional call in progress has run
 	// (offloader_transaction_call_seconds; 0 between calls).
 	callSeconds Gauge
-	group    *Group // whose consumer's group metadata goes into each commit
-	producer *kafka.Producer
+	group       *Group // whose consumer's group metadata goes into each commit
+	producer    *kafka.Producer
 	// stuckGrace and slowAfter are the package's stuckGrace and
 	// slowCallAfter, shorter in tests.
 	stuckGrace, slowAfter time.Duration
@@ -421,7 +421,10 @@ func (s *Session) watch(what string, deadline time.Time) func() {
 // error", and, when this instance was fenced, who fenced it and what to change.
 func (s *Session) fatalError(what string, err error) error {
 	var kerr kafka.Error
-	if errors.As(err, &kerr) && kerr.Code() == kafka.ErrFatal && s.producer != nil {
+	// A producer in a fatal state answers later calls with a generic error
+	// (Local: Fatal error, or Local: Erroneous state from Produce): the fatal
+	// error it keeps is the cause (a fencing, say).
+	if errors.As(err, &kerr) && (kerr.Code() == kafka.ErrFatal || kerr.Code() == kafka.ErrState) && s.producer != nil {
 		if cause := s.producer.GetFatalError(); cause != nil {
 			err = cause
 		}
