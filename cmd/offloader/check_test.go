@@ -45,6 +45,24 @@ pipelines:
 	return file
 }
 
+// startBroker starts an in-process broker until the test ends, with a raw
+// topic (4 MiB records) and a slim one of 3 partitions each.
+func startBroker(t *testing.T) string {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
+		t.Fatal(err)
+	}
+	return bootstrap
+}
+
 // validates reports the problems of doc against the JSON Schema in file.
 func validates(t *testing.T, file string, doc []byte) error {
 	t.Helper()
@@ -62,18 +80,7 @@ func validates(t *testing.T, file string, doc []byte) error {
 // check --output json prints the document docs/schemas/check.json
 // describes: the limit table, the store checks, and ok.
 func TestCheckOutputIsItsDocumentedShape(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
-		t.Fatal(err)
-	}
-	code, stdout, stderr := runCLI(nil, "check", "-F", checkFile(t, bootstrap), "--output", "json")
+	code, stdout, stderr := runCLI(nil, "check", "-F", checkFile(t, startBroker(t)), "--output", "json")
 	if err := validates(t, "../../docs/schemas/check.json", []byte(stdout)); err != nil {
 		t.Fatalf("check --output json is not the documented shape: %v\n%s", err, stdout)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
@@ -61,17 +60,9 @@ func TestValidateOutputIsItsDocumentedShape(t *testing.T) {
 // translate-offsets without --execute changes nothing (the group's offsets
 // on the slim topic are read back), and with it moves the group.
 func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	bootstrap := startBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
-		t.Fatal(err)
-	}
 	var recs []*pipeline.Record
 	for i := range 30 {
 		size := 100
