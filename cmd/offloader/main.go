@@ -110,8 +110,11 @@ func (c *cli) main(args []string) int {
 	if strings.HasPrefix(msg, "if any flags in the group") {
 		fmt.Fprintf(c.stderr, "Give one of them: nothing was changed.\n")
 	}
-	if strings.Contains(msg, "shorthand flag: 'c' in -c") && cmd.Flags().Lookup("config") != nil {
+	switch {
+	case strings.Contains(msg, "shorthand flag: 'c' in -c") && cmd.Flags().Lookup("config") != nil:
 		fmt.Fprintf(c.stderr, "The pipeline file is -F FILE (--config FILE).\n")
+	case strings.Contains(msg, `for "-c, --count" flag`):
+		fmt.Fprintf(c.stderr, "-c is the record count, as in kcat; the pipeline file is -F FILE (--config FILE).\n")
 	}
 	fmt.Fprintf(c.stderr, "Run '%s --help' for usage.\n", path)
 	return exitUsage

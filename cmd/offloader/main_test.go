@@ -91,6 +91,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"rnu"}, exitUsage, "Did you mean this?\n\trun\n"},
 		{[]string{"migrate", "verfy"}, exitUsage, "unknown command \"verfy\" for \"offloader migrate\"\n\nDid you mean this?\n\tverify"},
 		{[]string{"run", "-c", "x.yaml"}, exitUsage, "unknown shorthand flag: 'c' in -c\nThe pipeline file is -F FILE (--config FILE)."},
+		{[]string{"cat", "-c", "x.yaml"}, exitUsage, "-c is the record count, as in kcat; the pipeline file is -F FILE (--config FILE)."},
 		{[]string{"migrate", "translate-offsets", "-F", "x.yaml", "--group", "g", "--dry-run", "--execute"}, exitUsage, "[dry-run execute] were all set\nGive one of them: nothing was changed."},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-e", "--follow"}, exitUsage, "[exit follow] were all set"},
 		{[]string{"cat", "-b", "h:1", "-t", "t", "-J", "-f", "%s"}, exitUsage, "[format-string json-envelope] were all set"},
