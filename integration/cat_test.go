@@ -210,6 +210,8 @@ transforms:
 			{[]string{"-C", "-p", "0", "-o", "-2", "-e", "-f", `%o %S\n`}, "3 204800\n4 7\n"},
 			{[]string{"-C", "-p", "1", "-o", at, "-f", `%t[%p]@%o\n`}, fmt.Sprintf("%[1]s[1]@3\n%[1]s[1]@4\n", slim)},
 			{[]string{"-C", "-p", "1", "-o", "4", "-f", `%K %S\n`, "-q"}, "6 204800\n"},
+			// -o end reads only new records; with -e it stops at once.
+			{[]string{"-C", "-p", "0", "-o", "end", "-e", "-f", `%o\n`}, ""},
 		} {
 			code, out, errOut := cat(append(tc.args, "--store", store)...)
 			if code != 0 || out != tc.want {

@@ -47,7 +47,9 @@ Where to read, with kcat's flags:
                             @2026-11-29T10:00:00Z, or milliseconds since the
                             epoch such as @1764410400000)
   -c, --count COUNT         stop after COUNT records
-  -e, --exit                stop at the end of every partition: the default
+  -e, --exit                stop at the end of every partition: the default,
+                            except from -o end (only new records), which
+                            keeps reading unless -e is given
   --follow                  keep reading at the end until interrupted
   -C                        consumer mode: accepted as kcat takes it (cat only consumes)
   -q, --quiet               no informational messages on stderr ("% Reached end of topic")
@@ -106,7 +108,7 @@ offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloa
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			o := catOptions{props: map[string]string{}}
 			var file, pipelineName, from, format, notFound, maxSize, inlineMax, fmtString string
-			var quiet, exitAtEnd bool
+			var quiet bool
 			fs.StringVarP(&file, "config", "F", "", "pipeline `FILE` (YAML): brokers, client settings, stores")
 			fs.StringVar(&pipelineName, "pipeline", "", "pipeline `NAME`; optional when the file defines one")
 			fs.StringVarP(&o.bootstrap, "brokers", "b", "", "bootstrap `BROKERS` (default: the pipeline file's)")
@@ -115,7 +117,7 @@ offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloa
 			partitionFlag(fs, &o.partitions)
 			fs.StringVarP(&from, "offset", "o", "beginning", "`START`: beginning, end, N, -N (the last N of each partition) or @TIME")
 			fs.IntVarP(&o.count, "count", "c", 0, "stop after `COUNT` records (0: no limit)")
-			fs.BoolVarP(&exitAtEnd, "exit", "e", false, "stop at the end of every partition (kcat's -e; the default without --follow)")
+			fs.BoolVarP(&o.stopAtEnd, "exit", "e", false, "stop at the end of every partition (kcat's -e; the default, except from -o end)")
 			fs.BoolVar(&o.follow, "follow", false, "keep reading at the end of the topic until interrupted")
 			fs.BoolP("consume", "C", false, "consumer mode (kcat's -C; cat only consumes)")
 			fs.StringVar(&format, "format", "json", "`FORMAT`: json or raw")
@@ -230,6 +232,7 @@ type catOptions struct {
 	count                   int
 	follow, noResolve, meta bool
 	kcatJSON                bool         // -J
+	stopAtEnd               bool         // -e: stop at the end, even from -o end
 	stores                  []givenStore // from --store
 	printer                 cat.Printer
 	payloadDir              string
@@ -306,7 +309,7 @@ func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) 
 func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
 	r, err := kafka.OpenReader(kafka.ReaderOptions{
 		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
-		Partitions: o.partitions, From: o.from, Follow: o.follow,
+		Partitions: o.partitions, From: o.from, Follow: o.follow, StopAtEnd: o.stopAtEnd,
 	})
 	if err != nil {
 		return err

@@ -41,8 +41,8 @@ type ReaderOptions struct {
 	Partitions []int32
 	From       Start
 	// Follow keeps reading at the end until the context ends; a start at
-	// End always follows.
-	Follow bool
+	// End follows too, unless StopAtEnd (kcat's -e) says to stop there.
+	Follow, StopAtEnd bool
 	// Until, when set, ends a partition before the offset it names: the
 	// records from there on are not returned.
 	Until map[int32]int64
@@ -81,7 +81,7 @@ func OpenReader(o ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	from := o.From
-	r := &Reader{c: c, topic: o.Topic, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0,
+	r := &Reader{c: c, topic: o.Topic, follow: o.Follow || from.Offset == End && from.Time.IsZero() && from.Tail == 0 && !o.StopAtEnd,
 		remaining: map[int32]bool{}, until: o.Until, ends: map[int32]int64{}}
 	only := o.Partitions
 	if len(only) == 0 {
