@@ -67,3 +67,8 @@ func (e engineMetrics) Resumed(by string) {
 	}
 	e.m.Resume()
 }
+
+func (e engineMetrics) Uploads(inFlight, waiting int) {
+	e.m.UploadsInFlight.Set(float64(inFlight))
+	e.m.UploadsWaiting.Set(float64(waiting))
+}

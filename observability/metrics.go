@@ -44,10 +44,13 @@ type Metrics struct {
 	SlowStoreCalls prometheus.Gauge
 	// TxnCallSeconds is how long the transactional call in progress has run
 	// (0 between calls).
-	TxnCallSeconds    prometheus.Gauge
-	ready, healthy    atomic.Bool
-	lastProgressNanos atomic.Int64
-	pipeline          string
+	TxnCallSeconds prometheus.Gauge
+	// UploadsInFlight and UploadsWaiting are the records uploading now
+	// and those waiting for an upload slot.
+	UploadsInFlight, UploadsWaiting prometheus.Gauge
+	ready, healthy                  atomic.Bool
+	lastProgressNanos               atomic.Int64
+	pipeline                        string
 	// pausedFor is why the pipeline is paused for an unavailable store, and
 	// heldFor why an operator paused it (nil: it is not); /readyz answers
 	// 503 with the reason for as long as the pause lasts.
@@ -114,7 +117,15 @@ func NewMetrics(pipeline string) *Metrics {
 		Namespace: "offloader", Name: "transaction_call_seconds", Help: "How long the transactional call in progress (BeginTransaction, SendOffsetsToTransaction, CommitTransaction, AbortTransaction) has run, updated every second; 0 between calls. Past 5 s it is logged once; past its deadline (transaction.timeout.ms) plus 15 s the producer is replaced.",
 		ConstLabels: prometheus.Labels{"pipeline": pipeline},
 	})
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.DeadLettered)
+	m.UploadsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "uploads_in_flight", Help: "Records uploading to a payload store now; at most memory.max_uploads, so the offload rate is at most that many per store latency.",
+		ConstLabels: prometheus.Labels{"pipeline": pipeline},
+	})
+	m.UploadsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "uploads_waiting", Help: "Records waiting for an upload slot (memory.max_uploads) or for room in the uploads' share of memory.in_flight: above 0 for long, the store's latency bounds the pipeline.",
+		ConstLabels: prometheus.Labels{"pipeline": pipeline},
+	})
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.UploadsInFlight, m.UploadsWaiting, m.DeadLettered)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m

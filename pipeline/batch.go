@@ -45,6 +45,11 @@ type Batch struct {
 	wg    sync.WaitGroup
 	done  bool
 
+	// uploading and waiting count the records on workers (past the quick
+	// steps: store uploads, mostly) and those waiting for a worker or for
+	// room in Workers.Bytes.
+	uploading, waiting atomic.Int32
+
 	broken atomic.Bool // a failure that is not isolated, or Discard
 	mu     sync.Mutex
 	first  *RecordError
@@ -123,6 +128,7 @@ func (b *Batch) Add(r *Record) {
 			}
 		}
 		s.job = &job{index: index, in: r, at: at, next: next}
+		b.waiting.Add(1)
 		b.work <- s.job
 	}
 }
@@ -143,15 +149,20 @@ func (b *Batch) worker() {
 	defer b.wg.Done()
 	for j := range b.work {
 		if b.ctx.Err() != nil {
+			b.waiting.Add(-1)
 			continue // the batch is broken or its context ended
 		}
 		weight := min(int64(len(j.at.Key)+len(j.at.Value)), b.workers.Bytes)
 		if b.held != nil {
 			if b.held.Acquire(b.ctx, weight) != nil {
+				b.waiting.Add(-1)
 				continue // the batch broke while j waited
 			}
 		}
+		b.waiting.Add(-1)
+		b.uploading.Add(1)
 		out, err := b.chain.applyFrom(b.ctx, j.at, j.next)
+		b.uploading.Add(-1)
 		if b.held != nil {
 			b.held.Release(weight)
 		}
@@ -203,6 +214,13 @@ func (b *Batch) Next() (Result, bool) {
 		b.slots, b.next = b.slots[:0], 0
 	}
 	return res, true
+}
+
+// Uploads are the records on workers now (through the steps that are not
+// quick: store uploads), and those waiting for a worker or for room in
+// Workers.Bytes. Safe from any goroutine.
+func (b *Batch) Uploads() (running, waiting int) {
+	return int(b.uploading.Load()), int(b.waiting.Load())
 }
 
 // Remaining is the number of results not handed out yet.

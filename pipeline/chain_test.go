@@ -459,3 +459,33 @@ func TestBatchBoundsTheBytesOnWorkers(t *testing.T) {
 		t.Fatalf("peak bytes on workers %d, want at most 9000 (the bound) and records side by side", p)
 	}
 }
+
+// Uploads counts the records on workers and those waiting for one: with one
+// worker and two slow records, one runs and one waits; when they are done,
+// none is counted.
+func TestBatchCountsUploadsRunningAndWaiting(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 3)
+	slow := transformFunc(func(_ context.Context, r *Record) (*Record, error) {
+		started <- struct{}{}
+		<-release
+		return r, nil
+	})
+	b := NewBatch(context.Background(), Chain{slow}, Workers{Max: 1}, nil)
+	b.Add(&Record{Offset: 0})
+	<-started // the first is on the worker
+	b.Add(&Record{Offset: 1})
+	if running, waiting := b.Uploads(); running != 1 || waiting != 1 {
+		t.Fatalf("one record uploading and one queued: Uploads says %d running, %d waiting", running, waiting)
+	}
+	close(release)
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if running, waiting := b.Uploads(); running != 0 || waiting != 0 {
+		t.Fatalf("after every record: %d running, %d waiting; want none", running, waiting)
+	}
+	if got := results(b); len(got) != 2 {
+		t.Fatalf("%d results, want 2", len(got))
+	}
+}

@@ -223,6 +223,9 @@ func printStatus(w io.Writer, st admin.Status, now time.Time) {
 	}
 	t := st.Totals
 	fmt.Fprintf(w, "last commit: %s\n", last)
+	if u := st.Uploads; u != nil {
+		fmt.Fprintf(w, "uploads: %d in flight of %d slots, %d waiting (the offload rate is at most %d per store latency)\n", u.InFlight, u.Slots, u.Waiting, u.Slots)
+	}
 	fmt.Fprintf(w, "since start: %d records committed, %d produced, %d offloaded (%s), %d retried, %d retried in place, %d dead-lettered, %d dropped, %d transactions\n\n",
 		t.Records, t.Produced, t.Offloaded, settings.Size(t.OffloadedBytes), t.Retried, t.RetriedInPlace, t.DeadLettered, t.Dropped, t.Transactions)
 

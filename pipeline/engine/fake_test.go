@@ -336,6 +336,7 @@ type fakeMetrics struct {
 	deadLettered                           map[string]int
 	lag                                    map[Partition]int64
 	paused                                 map[string]string // by whom, why
+	uploadsSeen                            bool              // Uploads was reported
 }
 
 func newFakeMetrics() *fakeMetrics {
@@ -375,6 +376,7 @@ func (m *fakeMetrics) Lag(p Partition, records int64) { m.mu.Lock(); m.lag[p] = 
 func (m *fakeMetrics) LagGone(p Partition)            { m.mu.Lock(); delete(m.lag, p); m.mu.Unlock() }
 func (m *fakeMetrics) Paused(by, reason string)       { m.mu.Lock(); m.paused[by] = reason; m.mu.Unlock() }
 func (m *fakeMetrics) Resumed(by string)              { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
+func (m *fakeMetrics) Uploads(int, int)               { m.mu.Lock(); m.uploadsSeen = true; m.mu.Unlock() }
 
 // get reads one figure under the lock.
 func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {
@@ -385,6 +387,12 @@ func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {
 
 // readiness is what the engine told of its state, in /readyz's words: an
 // operator's pause first, then a store's, then no partitions.
+func (m *fakeMetrics) uploadsReported() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uploadsSeen
+}
+
 func (m *fakeMetrics) readiness() (bool, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

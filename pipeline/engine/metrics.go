@@ -26,6 +26,8 @@ type Metrics interface {
 	// PausedByOperator, for reason, until Resumed(by).
 	Paused(by, reason string)
 	Resumed(by string)
+	// Uploads: records uploading now, and waiting for a slot.
+	Uploads(inFlight, waiting int)
 }
 
 // Transaction is what one committed transaction held.
@@ -56,3 +58,4 @@ func (noMetrics) Lag(Partition, int64)  {}
 func (noMetrics) LagGone(Partition)     {}
 func (noMetrics) Paused(string, string) {}
 func (noMetrics) Resumed(string)        {}
+func (noMetrics) Uploads(int, int)      {}

@@ -77,6 +77,10 @@ func TestAnOperatorPauseCommitsTheBatchInHandAndTheResumeLosesNothing(t *testing
 	if st.Paused != nil || st.Totals.Records != 120 || st.Totals.Produced != 120 || st.LastCommit.IsZero() {
 		t.Errorf("status after the resume: %+v", st)
 	}
+	// The uploads are reported with the slots they share (Workers.Max).
+	if u := st.Uploads; u == nil || u.Slots != 4 || u.InFlight != 0 || u.Waiting != 0 || !h.m.uploadsReported() {
+		t.Errorf("uploads in the status after the run: %+v; want 4 slots, none in flight or waiting, reported to the metrics", u)
+	}
 	if got := float64(h.m.get(func(m *fakeMetrics) int { return len(m.paused) })); got != 0 {
 		t.Errorf("offloader_paused is %v after the resume, want 0", got)
 	}

@@ -38,11 +38,24 @@ type Status struct {
 	// LastCommit is when the last transaction committed (zero: none yet).
 	LastCommit time.Time `json:"last_commit,omitzero"`
 	Totals     Totals    `json:"totals"`
+	// Uploads are the records uploading now, and those waiting for an
+	// upload slot.
+	Uploads *UploadStatus `json:"uploads,omitempty"`
 	// Error is the fatal error a FAILED engine stopped on.
 	Error string `json:"error,omitempty"`
 	// UpdatedAt is when the engine last refreshed this status: at each
 	// commit, rebalance and pause, and at least every lagEvery.
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// UploadStatus is the uploads in progress: at most Slots run at once
+// (memory.max_uploads), so the offload rate is at most Slots / the store's
+// latency; Waiting records wait for a slot, or for room in the uploads'
+// share of the memory budget.
+type UploadStatus struct {
+	InFlight int `json:"in_flight"`
+	Waiting  int `json:"waiting"`
+	Slots    int `json:"slots"`
 }
 
 // PauseStatus is a pause: by PausedByOperator or PausedByStore.
@@ -156,6 +169,11 @@ func (e *Engine) snapshot() *Status {
 	t := e.total
 	s.Totals = Totals{Records: t.records, Produced: t.produced, Offloaded: t.offloaded, OffloadedBytes: t.offloadedBytes,
 		Retried: t.retried, RetriedInPlace: t.retriedInPlace, DeadLettered: t.deadLettered, Dropped: t.dropped, Transactions: t.commits}
+	s.Uploads = &UploadStatus{Slots: max(1, e.opts.Workers.Max)}
+	if e.batch.proc != nil {
+		s.Uploads.InFlight, s.Uploads.Waiting = e.batch.proc.Uploads()
+	}
+	e.m.Uploads(s.Uploads.InFlight, s.Uploads.Waiting)
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)
 		ps.Held = e.ledger.has(p, untilDue)
