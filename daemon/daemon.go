@@ -278,7 +278,6 @@ func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
 		Stores:         d.stores,
 		SlimTopicLimit: topology.SlimLimit().Bytes,
 		StoreRetry:     storeRetry(p.Errors.StoreBudget, d.logger, d.metrics),
-		Logger:         d.logger,
 	}
 	return transforms.Build(Steps(p), deps, topology.DeadLetterLimit().Bytes, topology.SlimLimit().Gate)
 }

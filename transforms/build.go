@@ -3,8 +3,6 @@ package transforms
 import (
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 )
@@ -55,9 +53,6 @@ func Build(steps []Step, deps Deps, deadLetterLimit int, slimGate string) (*Chai
 			// The same store and keys, with the dead-letter topic's limit.
 			dltCfg, dltDeps := *cfg, deps
 			dltDeps.SlimTopicLimit = deadLetterLimit
-			if deps.Logger != nil {
-				dltDeps.Logger = deps.Logger.With(zap.String("for", "retry and dead-letter records"))
-			}
 			dltCfg.Threshold = settings.Auto
 			o, err := NewOffload(dltCfg, dltDeps)
 			if err != nil {

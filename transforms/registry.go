@@ -14,8 +14,6 @@ package transforms
 import (
 	"fmt"
 
-	"go.uber.org/zap"
-
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
@@ -39,7 +37,6 @@ type Deps struct {
 	// StoreRetry retries store calls within the store budget (and reports
 	// the slow ones).
 	StoreRetry stores.RetryPolicy
-	Logger     *zap.Logger
 }
 
 // KeyWriter is implemented by the configs of steps that write objects to a
