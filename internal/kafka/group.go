@@ -25,6 +25,7 @@ type Group struct {
 	p    Pipeline
 	plan memory.Plan // the memory budget the consumer's prefetch is sized from
 	log  *zap.Logger
+	away *outages // shared with the session's clients (logClient)
 	rb   engine.Rebalancer
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
@@ -76,7 +77,7 @@ func (g *Group) rejoin(cause kafka.Error) error {
 	if err != nil {
 		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
 	}
-	go logClient(g.log, c.Logs())
+	go logClient(g.log, c.Logs(), g.away)
 	g.c, g.rejoined = c, time.Now()
 	if err := c.SubscribeTopics(g.topics, g.rebalance); err != nil {
 		return fmt.Errorf("%w: subscribing the new consumer to %v: %w", engine.ErrFatal, g.topics, err)

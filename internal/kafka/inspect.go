@@ -116,7 +116,7 @@ func adminClient(c Client, log *zap.Logger) (admin, error) {
 	if err != nil {
 		return admin{}, fmt.Errorf("creating the admin client: %w", err)
 	}
-	go logClient(log, producer.Logs())
+	go logClient(log, producer.Logs(), nil)
 	a, err := kafka.NewAdminClientFromProducer(producer)
 	if err != nil {
 		producer.Close()

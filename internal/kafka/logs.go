@@ -19,9 +19,15 @@ import (
 // logged once per broker and outage (outages), not an error per connection
 // attempt: librdkafka reconnects by itself, and an error line is for what
 // needs a person.
-func logClient(log *zap.Logger, events chan kafka.LogEvent) {
+//
+// away tracks the outages the clients of one instance share (its consumer,
+// its producer and the producers that replace it), so that a broker's
+// outage is said once for all of them; nil: the client's own.
+func logClient(log *zap.Logger, events chan kafka.LogEvent, away *outages) {
 	var once repeats
-	var away outages
+	if away == nil {
+		away = &outages{}
+	}
 	for ev := range events {
 		msg := strings.TrimSpace(ev.Message)
 		if broker, ok := brokerAway(msg); ok {

@@ -43,13 +43,21 @@ func digitsKey(msg string) string { return digits.ReplaceAllString(msg, "#") }
 
 // A broker that cannot be reached is one warning per broker and outage (its
 // connections as a broker and as a coordinator alike), not an error line per
-// connection attempt; another client error stays an
+// connection attempt, and once for all the clients that share the outages
+// (an instance's consumer and producer); another client error stays an
 // error; a broker away again after a quiet spell is a new outage.
 func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
-	events := make(chan kafka.LogEvent, 16)
+	events, consumer := make(chan kafka.LogEvent, 16), make(chan kafka.LogEvent, 1)
 	done := make(chan struct{})
-	go func() { logClient(zap.New(core), events); close(done) }()
+	away := &outages{}
+	go func() { logClient(zap.New(core), consumer, away); close(done) }()
+	consumer <- kafka.LogEvent{Name: "rdkafka#consumer-2", Tag: "FAIL", Level: 3,
+		Message: "127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after 1ms in state CONNECT)"}
+	close(consumer)
+	<-done
+	done = make(chan struct{})
+	go func() { logClient(zap.New(core), events, away); close(done) }()
 	for i := range 5 {
 		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
 			Message: fmt.Sprintf("127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after %dms in state CONNECT)", i)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -35,10 +36,15 @@ type Session struct {
 	// replaced counts producers replaced (offloader_producers_replaced_total).
 	replaced Counter
 	// callSeconds is how long the transactional call in progress has run
-	// (offloader_transaction_call_seconds; 0 between calls).
+	// (offloader_transaction_call_seconds; 0 between calls); call is that
+	// call, and stopWatch ends watchCalls.
 	callSeconds Gauge
-	group       *Group // whose consumer's group metadata goes into each commit
-	producer    *kafka.Producer
+	call        atomic.Pointer[runningCall]
+	stopWatch   chan struct{}
+	// away is the brokers' outages, said once for all the clients.
+	away     *outages
+	group    *Group // whose consumer's group metadata goes into each commit
+	producer *kafka.Producer
 	// stuckGrace and slowAfter are the package's stuckGrace and
 	// slowCallAfter, shorter in tests.
 	stuckGrace, slowAfter time.Duration
@@ -87,7 +93,8 @@ func (s *Session) callTimeout() time.Duration {
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
 func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, m SessionMetrics) (*Group, *Session, error) {
-	s := &Session{p: p, plan: plan, log: log, replaced: m.Replaced, callSeconds: m.CallSeconds, stuckGrace: stuckGrace, slowAfter: slowCallAfter}
+	s := &Session{p: p, plan: plan, log: log, replaced: m.Replaced, callSeconds: m.CallSeconds, stuckGrace: stuckGrace, slowAfter: slowCallAfter,
+		away: &outages{}}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -97,9 +104,11 @@ func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger,
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	go logClient(log, consumer.Logs())
+	go logClient(log, consumer.Logs(), s.away)
 	s.producer = producer
-	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError}
+	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError, away: s.away}
+	s.stopWatch = make(chan struct{})
+	go s.watchCalls(s.stopWatch)
 	return s.group, s, nil
 }
 
@@ -112,7 +121,7 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
 	}
 	go s.logEvents(producer)
-	go logClient(s.log, producer.Logs())
+	go logClient(s.log, producer.Logs(), s.away)
 	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	deadline, _ := initCtx.Deadline()
@@ -234,6 +243,10 @@ func (s *Session) replaceProducer(ctx context.Context) error {
 
 // Close closes the producer, unless it is stuck in a call.
 func (s *Session) Close() {
+	if s.stopWatch != nil {
+		close(s.stopWatch)
+		s.stopWatch = nil
+	}
 	if s.producer != nil && s.stuck == nil {
 		s.producer.Close()
 	}
@@ -339,7 +352,8 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 	callCtx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	deadline, _ := callCtx.Deadline()
-	defer s.watch(what, deadline)()
+	s.call.Store(&runningCall{what: what, started: time.Now(), deadline: deadline})
+	defer s.call.Store(nil)
 	backoff := 50 * time.Millisecond
 	for {
 		err := bounded(what, deadline, s.stuckGrace, func() error { return call(callCtx) })
@@ -376,42 +390,40 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 	}
 }
 
-// watch reports a transactional call while it runs: the gauge of its
-// running time, updated every second, and a warning once it has run
-// slowAfter, naming the call and when the stuck-call fallback would act.
-// The function it returns ends the watch.
-func (s *Session) watch(what string, deadline time.Time) func() {
-	started := time.Now()
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(min(time.Second, s.slowAfter/4))
-		defer tick.Stop()
-		warned := false
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-tick.C:
-				running := now.Sub(started)
-				if s.callSeconds != nil {
-					s.callSeconds.Set(running.Seconds())
-				}
-				if running >= s.slowAfter && !warned {
-					warned = true
-					s.log.Warn("a transactional call is slow: the transaction coordinator may have moved (a broker restart); past its deadline the producer is replaced",
-						zap.String("call", what), zap.Duration("running_seconds", running),
-						zap.Duration("replaced_after_seconds", deadline.Add(s.stuckGrace).Sub(started)))
-				}
+// runningCall is the transactional call in progress, as watchCalls sees it.
+type runningCall struct {
+	what              string
+	started, deadline time.Time
+}
+
+// watchCalls reports the transactional call in progress until stop closes:
+// the gauge of its running time, every second (0 between calls), and a
+// warning once it has run slowAfter, naming the call and when the stuck-call
+// fallback would act. One goroutine for the session's life: a call itself
+// only stores and clears s.call.
+func (s *Session) watchCalls(stop <-chan struct{}) {
+	tick := time.NewTicker(min(time.Second, s.slowAfter/4))
+	defer tick.Stop()
+	var warned *runningCall
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			c := s.call.Load()
+			running := time.Duration(0)
+			if c != nil {
+				running = now.Sub(c.started)
 			}
-		}
-	}()
-	return func() {
-		close(stop)
-		<-done
-		if s.callSeconds != nil {
-			s.callSeconds.Set(0)
+			if s.callSeconds != nil {
+				s.callSeconds.Set(running.Seconds())
+			}
+			if c != nil && running >= s.slowAfter && warned != c {
+				warned = c
+				s.log.Warn("a transactional call is slow: the transaction coordinator may have moved (a broker restart); past its deadline the producer is replaced",
+					zap.String("call", c.what), zap.Duration("running_seconds", running),
+					zap.Duration("replaced_after_seconds", c.deadline.Add(s.stuckGrace).Sub(c.started)))
+			}
 		}
 	}
 }
