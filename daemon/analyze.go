@@ -52,7 +52,7 @@ func Analyze(ctx context.Context, p *config.Pipeline, o AnalyzeOptions) (Analysi
 	defer cancel()
 	one := *p
 	one.Source.Topics = []string{o.Topic}
-	f, err := Survey(surveyCtx, &one, orNop(o.Log))
+	f, err := Survey(surveyCtx, &one, o.Log)
 	if err != nil {
 		return Analysis{}, err
 	}

@@ -101,11 +101,11 @@ type validation struct {
 // validateJSON prints validate's verdict as JSON; the exit code is
 // validate's.
 func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource) int {
-	if *src.file == "" {
-		return c.usageError(fs, "-F FILE is required: the pipeline file (--config FILE)")
+	f, err := c.load(src)
+	if errors.Is(err, errNoFile) {
+		return c.usageError(fs, "%v", err)
 	}
 	v := validation{File: *src.file, Pipelines: []string{}, Problems: []settings.Problem{}, Warnings: []string{}}
-	f, err := c.load(src)
 	if err == nil {
 		_, err = f.Select(*src.name)
 	}
@@ -152,11 +152,11 @@ func derived(p *config.Pipeline) string {
 // loadFile loads and validates the pipeline file, printing every problem. It
 // returns false with the exit code when the command must stop.
 func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool) {
-	if *src.file == "" {
-		fmt.Fprintf(c.stderr, "offloader %s: -F FILE is required: the pipeline file (--config FILE)\n", cmd)
+	f, err := c.load(src)
+	if errors.Is(err, errNoFile) {
+		fmt.Fprintf(c.stderr, "offloader %s: %v\n", cmd, err)
 		return nil, exitUsage, false
 	}
-	f, err := c.load(src)
 	if err != nil {
 		c.reportConfigError(*src.file, err)
 		return nil, exitUsage, false
@@ -164,11 +164,17 @@ func (c *cli) loadFile(cmd string, src pipelineSource) (*config.File, int, bool)
 	return f, exitOK, true
 }
 
+// errNoFile: a command that reads a pipeline file was given none.
+var errNoFile = errors.New("-F FILE is required: the pipeline file (--config FILE)")
+
 // load loads and validates the pipeline file. The Kafka client properties
 // are checked as the bundled librdkafka reads them, with the file's other
 // rules: a typo fails here with its path, not at run time, and beside every
 // other problem.
 func (c *cli) load(src pipelineSource) (*config.File, error) {
+	if *src.file == "" {
+		return nil, errNoFile
+	}
 	return config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ,
 		CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
 			return kafka.CheckProperties(path, daemon.KafkaClient(p))
