@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -15,15 +13,6 @@ import (
 	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/pointer"
 )
-
-func writeConfig(t testing.TB, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "pipelines.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestChainCompressOffloadAndRehydrate: raw -> slim through filter,
 // compress_inline, offload (zstd) and insert_header, against Azurite; a 2 MiB

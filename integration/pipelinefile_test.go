@@ -17,7 +17,6 @@ import (
 // settings say otherwise.
 type pipelineSpec struct {
 	name     string
-	group    string
 	settings map[string]any
 }
 
@@ -28,7 +27,7 @@ type pipelineSpec struct {
 // again from the file keeps it.
 func newPipeline(t testing.TB, name, source, slim, group string) *pipelineSpec {
 	t.Helper()
-	s := &pipelineSpec{name: name, group: group, settings: map[string]any{}}
+	s := &pipelineSpec{name: name, settings: map[string]any{}}
 	return s.with(t, `
 kafka: {bootstrap_servers: %q, transactional_id: %s}
 source: {topics: [%s], group: %s}
