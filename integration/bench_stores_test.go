@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,7 +63,7 @@ func plainStoreWrites(b *testing.B, store string, n, size, workers int) time.Dur
 	case "filesystem":
 		return plainFileWrites(b, b.TempDir(), n, size, workers)
 	case "http":
-		return plainHTTPPuts(b, remoteStore(b), n, size, workers)
+		return plainHTTPPuts(b, remoteStore(b, remoteLatency), n, size, workers)
 	}
 	return plainBlobUploads(b, uniqueName(b, "c"), n, size, workers)
 }
@@ -71,20 +72,31 @@ func plainStoreWrites(b *testing.B, store string, n, size, workers int) time.Dur
 // to answer a PUT, once it has read the body.
 const remoteLatency = 100 * time.Millisecond
 
-// remoteStore starts an HTTP server that answers every PUT with 201 after
-// reading its body and waiting remoteLatency, and returns its URL.
-func remoteStore(b testing.TB) string {
+// remoteStore starts an HTTP server that keeps what it is given, as a remote
+// store would (each object in a file of its own, so that its memory is not
+// the test's): it answers a PUT with 201 after reading its body and waiting
+// latency, and a GET with the object or 404. It returns its URL.
+func remoteStore(b testing.TB, latency time.Duration) string {
+	dir := b.TempDir()
+	file := func(r *http.Request) string { return filepath.Join(dir, hex.EncodeToString([]byte(r.URL.Path))) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPut {
-			w.WriteHeader(http.StatusNotFound)
-			return
+		switch r.Method {
+		case http.MethodGet:
+			http.ServeFile(w, r, file(r))
+		case http.MethodPut:
+			body, err := io.ReadAll(r.Body)
+			if err == nil {
+				err = os.WriteFile(file(r), body, 0o600)
+			}
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			time.Sleep(latency)
+			w.WriteHeader(http.StatusCreated)
+		default:
+			w.WriteHeader(http.StatusMethodNotAllowed)
 		}
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		time.Sleep(remoteLatency)
-		w.WriteHeader(http.StatusCreated)
 	}))
 	b.Cleanup(srv.Close)
 	return srv.URL
@@ -121,7 +133,7 @@ func pipelineStoreRun(b *testing.B, store string, n, size int) (time.Duration, i
 		defer deleteContainer(b, container)
 		yaml = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
 	case "http":
-		yaml = fmt.Sprintf("payloads: {type: http, url: %q, auth_token: bench}", remoteStore(b))
+		yaml = fmt.Sprintf("payloads: {type: http, url: %q, auth_token: bench}", remoteStore(b, remoteLatency))
 	}
 	raw, slim := uniqueName(b, "raw"), uniqueName(b, "slim")
 	createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})

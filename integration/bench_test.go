@@ -446,21 +446,32 @@ observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, 
 // committedTotal sums the group's committed offsets over the topic's partitions.
 func committedTotal(b testing.TB, admin *kafka.AdminClient, group, topic string) int64 {
 	b.Helper()
+	var total int64
+	for _, o := range committedByPartition(b, admin, group, topic) {
+		total += o
+	}
+	return total
+}
+
+// committedByPartition is the group's committed offset of each partition of
+// topic that has one.
+func committedByPartition(b testing.TB, admin *kafka.AdminClient, group, topic string) map[int32]int64 {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := admin.ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group}})
 	if err != nil {
 		b.Fatalf("ListConsumerGroupOffsets %s: %v", group, err)
 	}
-	var total int64
+	offsets := map[int32]int64{}
 	for _, g := range res.ConsumerGroupsTopicPartitions {
 		for _, tp := range g.Partitions {
 			if *tp.Topic == topic && tp.Offset >= 0 {
-				total += int64(tp.Offset)
+				offsets[tp.Partition] = int64(tp.Offset)
 			}
 		}
 	}
-	return total
+	return offsets
 }
 
 // peakRSS reads a process's high-water resident set size from /proc.

@@ -18,7 +18,7 @@ func (f transformFunc) Apply(ctx context.Context, r *Record) (*Record, error) { 
 func process(ctx context.Context, t Transform, in []*Record, concurrency int) ([]*Record, error) {
 	b := NewBatch(ctx, Chain{t}, Workers{Max: concurrency}, nil)
 	for _, r := range in {
-		b.Add(r)
+		b.Add(0, r)
 	}
 	if err := b.Wait(); err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func TestBatchTransformsWhileRecordsAreAdded(t *testing.T) {
 		started <- r.Offset
 		return r, nil
 	})}, Workers{Max: 2}, nil)
-	b.Add(&Record{Offset: 7})
+	b.Add(0, &Record{Offset: 7})
 	select {
 	case off := <-started:
 		if off != 7 {
@@ -174,7 +174,7 @@ func TestBatchDiscardCancelsRecordsInFlight(t *testing.T) {
 		}
 	})}, Workers{Max: 3}, nil)
 	for i := range 3 {
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 	}
 	for started.Load() < 3 {
 		time.Sleep(time.Millisecond)
@@ -198,7 +198,7 @@ func TestBatchIsolatesRecordFailures(t *testing.T) {
 	})
 	b := NewBatch(context.Background(), Chain{tr}, Workers{Max: 4}, func(_ *Record, err error) bool { return errors.Is(err, poison) })
 	for i := range 9 {
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 	}
 	err := b.Wait()
 	out := results(b)
@@ -254,11 +254,11 @@ func TestBatchAppliesQuickStepsOnAdd(t *testing.T) {
 		tag(2), // not Quick: always on a worker
 	}
 	b := NewBatch(context.Background(), chain[:2], Workers{Max: 2}, nil)
-	b.Add(&Record{Offset: 0, Value: []byte("small")})
+	b.Add(0, &Record{Offset: 0, Value: []byte("small")})
 	if calls[0].Load() != 1 || calls[1].Load() != 1 {
 		t.Fatalf("after Add, steps ran %d and %d times, want both once before Wait", calls[0].Load(), calls[1].Load())
 	}
-	b.Add(&Record{Offset: 1, Value: []byte("a large value")}) // step 1 on a worker
+	b.Add(0, &Record{Offset: 1, Value: []byte("a large value")}) // step 1 on a worker
 	err := b.Wait()
 	out := results(b)
 	if err != nil || len(out) != 2 || calls[0].Load() != 2 || calls[1].Load() != 2 {
@@ -272,7 +272,7 @@ func TestBatchAppliesQuickStepsOnAdd(t *testing.T) {
 
 	for step := range 3 {
 		b := NewBatch(context.Background(), chain, Workers{Max: 2}, nil)
-		b.Add(&Record{Offset: 5, Value: []byte("small"), Headers: []Header{{Key: "fail", Value: fmt.Appendf(nil, "%d", step)}}})
+		b.Add(0, &Record{Offset: 5, Value: []byte("small"), Headers: []Header{{Key: "fail", Value: fmt.Appendf(nil, "%d", step)}}})
 		err := b.Wait()
 		var se *StepError
 		var re *RecordError
@@ -298,7 +298,7 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 	chain := Chain{quickFunc{slow, func(r *Record) bool { return r.Offset != 2 && r.Offset != 9 }}}
 	b := NewBatch(context.Background(), chain, Workers{Max: 2}, nil)
 	for i := range 5 {
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 	}
 	if got := results(b); len(got) != 2 || got[0].In.Offset != 0 || got[1].In.Offset != 1 {
 		t.Fatalf("before record 2 finished, Next handed out %+v, want records 0 and 1", got)
@@ -316,8 +316,8 @@ func TestBatchHandsOutResultsInOrderAsTheyFinish(t *testing.T) {
 	if len(got) != 3 || got[0].In.Offset != 2 || got[2].In.Offset != 4 {
 		t.Fatalf("after record 2 finished, Next handed out %+v, want records 2 to 4", got)
 	}
-	b.Add(&Record{Offset: 9}) // fails on a worker and breaks the batch
-	b.Add(&Record{Offset: 10})
+	b.Add(0, &Record{Offset: 9}) // fails on a worker and breaks the batch
+	b.Add(0, &Record{Offset: 10})
 	var re *RecordError
 	if err := b.Wait(); !errors.As(err, &re) || re.Index != 5 {
 		t.Fatalf("Wait: %v, want record 5 failing", err)
@@ -335,7 +335,7 @@ func TestBatchHandsOutNothingAfterTheCallerCancels(t *testing.T) {
 	pass := transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil })
 	b := NewBatch(ctx, Chain{pass}, Workers{Max: 2}, nil)
 	for i := range 4 {
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
@@ -357,17 +357,17 @@ func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 	pass := quickFunc{transformFunc(func(_ context.Context, r *Record) (*Record, error) { return r, nil }), func(*Record) bool { return true }}
 	b := NewBatch(context.Background(), Chain{pass}, Workers{Max: 2}, nil)
 	for i := range 100_000 {
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 		res, ok := b.Next()
 		if !ok || res.Out.Offset != int64(i) {
 			t.Fatalf("record %d: Next = %v, %v", i, res.Out, ok)
 		}
 	}
-	if c := cap(b.slots); c > 4 {
+	if c := cap(b.lanes[0].slots); c > 4 {
 		t.Errorf("after 100,000 records taken one by one the batch holds %d slots, want at most 4", c)
 	}
 	for i := 100_000; i < 100_500; i++ { // held back, as while a commit is pending
-		b.Add(&Record{Offset: int64(i)})
+		b.Add(0, &Record{Offset: int64(i)})
 	}
 	if b.Remaining() != 500 {
 		t.Fatalf("Remaining = %d, want 500", b.Remaining())
@@ -377,8 +377,8 @@ func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 			t.Fatalf("result %d has offset %d, want %d", i, res.Out.Offset, 100_000+i)
 		}
 	}
-	if b.Remaining() != 0 || len(b.slots) != 0 {
-		t.Fatalf("after taking every result: Remaining %d, %d slots in use", b.Remaining(), len(b.slots))
+	if b.Remaining() != 0 || len(b.lanes[0].slots) != 0 {
+		t.Fatalf("after taking every result: Remaining %d, %d slots in use", b.Remaining(), len(b.lanes[0].slots))
 	}
 	// The slots started over many times: a failure still carries the index of
 	// its record in the whole batch.
@@ -390,7 +390,7 @@ func TestBatchHoldsOnlyResultsNotHandedOut(t *testing.T) {
 	}), func(*Record) bool { return true }}
 	b2 := NewBatch(context.Background(), Chain{failAt1000}, Workers{Max: 2}, nil)
 	for i := range 1001 {
-		b2.Add(&Record{Offset: int64(i)})
+		b2.Add(0, &Record{Offset: int64(i)})
 		b2.Next()
 	}
 	err := b2.Wait()
@@ -429,7 +429,7 @@ func TestBatchBoundsTheBytesOnWorkers(t *testing.T) {
 		if i == 30 {
 			size = 25_000 // over the bound: alone
 		}
-		b.Add(&Record{Offset: int64(i), Value: make([]byte, size)})
+		b.Add(0, &Record{Offset: int64(i), Value: make([]byte, size)})
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
@@ -449,7 +449,7 @@ func TestBatchBoundsTheBytesOnWorkers(t *testing.T) {
 	peak.Store(0)
 	b = NewBatch(context.Background(), Chain{upload}, Workers{Max: 16, Bytes: 10_000}, nil)
 	for i := range 60 {
-		b.Add(&Record{Offset: int64(i), Value: make([]byte, 3_000)})
+		b.Add(0, &Record{Offset: int64(i), Value: make([]byte, 3_000)})
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
@@ -472,9 +472,9 @@ func TestBatchCountsUploadsRunningAndWaiting(t *testing.T) {
 		return r, nil
 	})
 	b := NewBatch(context.Background(), Chain{slow}, Workers{Max: 1}, nil)
-	b.Add(&Record{Offset: 0})
+	b.Add(0, &Record{Offset: 0})
 	<-started // the first is on the worker
-	b.Add(&Record{Offset: 1})
+	b.Add(0, &Record{Offset: 1})
 	if running, waiting := b.Uploads(); running != 1 || waiting != 1 {
 		t.Fatalf("one record uploading and one queued: Uploads says %d running, %d waiting", running, waiting)
 	}

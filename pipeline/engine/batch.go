@@ -13,23 +13,30 @@ import (
 // A handoff may leave records still transforming (uploads in flight) in the
 // batch: they go into the next transaction, proc carrying on with them.
 type batch struct {
-	proc   *pipeline.Batch
-	len    int
-	bytes  int
-	start  time.Time
-	firsts []Offset // each partition's first offset in the batch
-	// queue is the batch's records in input order, as proc holds them; proc
-	// handed out the first handed of them (produced or dropped).
-	queue  []entry
-	handed int
+	proc  *pipeline.Batch
+	len   int
+	bytes int
+	start time.Time
+	// parts are the partitions of proc's records, by proc lane: a partition
+	// keeps its lane for proc's life, and proc hands out each lane's results
+	// in order.
+	parts  []part
+	last   int   // the lane of the record noted last
+	handed int   // results proc handed out since the last split
 	inTxn  bool  // the batch has a transaction open
 	tally  tally // what the batch produced, for the metrics
 }
 
-// entry is a record of the batch: the index of its partition in firsts, its
-// offset and its key and value bytes.
+// part is one partition's records in the batch in hand, in input order:
+// proc handed out (produced or dropped) the first handed of them.
+type part struct {
+	Partition
+	queue  []entry
+	handed int
+}
+
+// entry is a record of the batch: its offset and its key and value bytes.
 type entry struct {
-	part   int
 	offset int64
 	size   int
 }
@@ -49,24 +56,28 @@ func (b *batch) begin(ctx context.Context, now time.Time, chain pipeline.Chain, 
 	b.proc = pipeline.NewBatch(ctx, chain, workers, isolate)
 }
 
-// note counts rec in the batch and keeps its offset if it is the first of
-// its partition.
-func (b *batch) note(rec *pipeline.Record) {
-	b.add(Offset{Partition: Partition{Topic: rec.Topic, Partition: rec.Partition}, Offset: rec.Offset}, len(rec.Key)+len(rec.Value))
-}
-
-func (b *batch) add(at Offset, size int) {
-	b.len++
-	b.bytes += size
-	i := len(b.firsts) - 1
-	if i < 0 || b.firsts[i].Partition != at.Partition { // else the common case: the partition of the record before
-		i = slices.IndexFunc(b.firsts, func(f Offset) bool { return f.Partition == at.Partition })
-		if i < 0 {
-			i = len(b.firsts)
-			b.firsts = append(b.firsts, at)
+// note counts rec in the batch and returns the lane of its partition.
+func (b *batch) note(rec *pipeline.Record) int {
+	at := Partition{Topic: rec.Topic, Partition: rec.Partition}
+	if b.last >= len(b.parts) || b.parts[b.last].Partition != at { // else the common case: the partition of the record before
+		b.last = slices.IndexFunc(b.parts, func(p part) bool { return p.Partition == at })
+		if b.last < 0 {
+			b.last = len(b.parts)
+			b.parts = append(b.parts, part{Partition: at})
 		}
 	}
-	b.queue = append(b.queue, entry{i, at.Offset, size})
+	size := len(rec.Key) + len(rec.Value)
+	b.len++
+	b.bytes += size
+	p := &b.parts[b.last]
+	p.queue = append(p.queue, entry{rec.Offset, size})
+	return b.last
+}
+
+// handOut counts a result proc handed out of lane.
+func (b *batch) handOut(lane int) {
+	b.handed++
+	b.parts[lane].handed++
 }
 
 // split takes the records proc handed out off the batch, as the share of
@@ -74,33 +85,43 @@ func (b *batch) add(at Offset, size int) {
 // still transforming, as the batch in hand from now. rest is each of their
 // partitions' first offset: the transaction commits no further there.
 func (b *batch) split(now time.Time) (done share, rest []Offset) {
-	done = share{records: b.handed, settled: make(map[Partition]int64, len(b.firsts))}
-	parts := make([]Partition, len(b.firsts))
-	for i, f := range b.firsts {
-		parts[i] = f.Partition
-	}
-	at := make([]int, len(parts)) // each partition's index in done.start and done.upTo, plus one
-	for _, en := range b.queue[:b.handed] {
-		p := parts[en.part]
-		if at[en.part] == 0 {
-			done.start = append(done.start, Offset{Partition: p, Offset: en.offset})
-			done.upTo = append(done.upTo, Offset{Partition: p, Offset: en.offset + 1})
-			at[en.part] = len(done.start)
+	done = share{records: b.handed, settled: make(map[Partition]int64, len(b.parts))}
+	b.len, b.bytes, b.handed = 0, 0, 0
+	for i := range b.parts {
+		p := &b.parts[i]
+		if p.handed > 0 {
+			done.start = append(done.start, Offset{Partition: p.Partition, Offset: p.queue[0].offset})
+			done.upTo = append(done.upTo, Offset{Partition: p.Partition, Offset: p.queue[p.handed-1].offset + 1})
+			done.settled[p.Partition] += int64(p.handed)
+			for _, en := range p.queue[:p.handed] {
+				done.bytes += en.size
+			}
+			p.queue = p.queue[:copy(p.queue, p.queue[p.handed:])]
+			p.handed = 0
 		}
-		done.upTo[at[en.part]-1].Offset = en.offset + 1
-		done.settled[p]++
-		done.bytes += en.size
+		if len(p.queue) > 0 {
+			rest = append(rest, Offset{Partition: p.Partition, Offset: p.queue[0].offset})
+			b.len += len(p.queue)
+			for _, en := range p.queue {
+				b.bytes += en.size
+			}
+		}
 	}
-	tail := slices.Clone(b.queue[b.handed:])
-	b.empty()
-	if len(tail) == 0 { // the whole batch
-		return done, nil
+	if b.len > 0 {
+		b.start = now
 	}
-	b.start = now
-	for _, en := range tail {
-		b.add(Offset{Partition: parts[en.part], Offset: en.offset}, en.size)
+	return done, rest
+}
+
+// firsts are the first offsets of the partitions with records in hand.
+func (b *batch) firsts() []Offset {
+	var at []Offset
+	for _, p := range b.parts {
+		if len(p.queue) > 0 {
+			at = append(at, Offset{Partition: p.Partition, Offset: p.queue[0].offset})
+		}
 	}
-	return done, slices.Clone(b.firsts)
+	return at
 }
 
 // reset drops the batch, cancelling transforms still in flight.
@@ -109,13 +130,8 @@ func (b *batch) reset() {
 		b.proc.Discard()
 		b.proc = nil
 	}
-	b.empty()
-}
-
-// empty forgets the batch's records, keeping proc.
-func (b *batch) empty() {
-	b.len, b.bytes, b.handed = 0, 0, 0
-	b.firsts, b.queue = b.firsts[:0], b.queue[:0]
+	b.len, b.bytes, b.handed, b.last = 0, 0, 0, 0
+	b.parts = b.parts[:0]
 }
 
 // tally counts a transaction's records for the metrics, which are updated once

@@ -79,10 +79,12 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 // transaction of those produced to the committer and keeps the others in
 // hand: each partition commits up to its first record still transforming,
 // and uploads go on across the commit instead of draining at every batch
-// boundary. done reports that it handed off, or that a failure rewound the
-// batch; otherwise the whole batch is to be waited for: nothing of it is
-// finished, or all of it, or a store outage is being waited out (its batch
-// commits whole, once the failed record passes).
+// boundary. done reports that it handed off, that a failure rewound the
+// batch, or that nothing is finished to commit and the batch goes on being
+// collected; otherwise the whole batch is to be waited for: all of it is
+// finished, or a failure broke it, or it holds commit.max_bytes with nothing
+// finished, or a store outage is being waited out (its batch commits whole,
+// once the failed record passes).
 func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done bool, _ error) {
 	if e.pause.outages > 0 || e.pause.failed != nil || ctx.Err() != nil {
 		return false, nil
@@ -93,8 +95,14 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done 
 	if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
 		return true, err // nil proc: a failure rewound the batch
 	}
-	if e.batch.handed == 0 || e.batch.proc.Remaining() == 0 {
-		return false, nil
+	switch {
+	case e.batch.proc.Remaining() == 0 || e.batch.proc.Broken():
+		return false, nil // all finished, or a failure that flush handles
+	case e.batch.handed == 0:
+		// Nothing finished to commit: every partition in hand waits for its
+		// first record's upload. The others go on being collected, unless the
+		// batch holds its bytes bound.
+		return e.batch.bytes < e.opts.Commit.MaxBytes, nil
 	}
 	began := e.batch.start
 	if err := e.commitProduced(ctx); err != nil {
@@ -124,7 +132,8 @@ func (e *Engine) commitProduced(ctx context.Context) error {
 }
 
 // produceReady settles the commit in flight if it has finished, then produces
-// the batch's finished results in input order into the batch's transaction.
+// the batch's finished results into the batch's transaction, each partition's
+// in input order.
 // While a commit is in flight nothing is produced: the results wait in the batch.
 func (e *Engine) produceReady(ctx context.Context) error {
 	if e.batch.proc == nil {
@@ -140,7 +149,7 @@ func (e *Engine) produceReady(ctx context.Context) error {
 		}
 	}
 	for res, ok := e.batch.proc.Next(); ok; res, ok = e.batch.proc.Next() {
-		e.batch.handed++
+		e.batch.handOut(res.Lane)
 		if err := e.emit(ctx, res); err != nil {
 			return e.produceFailed(ctx, err)
 		}

@@ -265,8 +265,7 @@ func (e *Engine) pollOnce() error {
 	if e.opts.Throttle != nil {
 		e.opts.Throttle(e.work, rec)
 	}
-	e.batch.note(rec)
-	e.admit(rec)
+	e.admit(e.batch.note(rec), rec)
 	e.countIn(rec)
 	return nil
 }
@@ -287,7 +286,7 @@ func (e *Engine) countIn(rec *pipeline.Record) {
 // source record without retry headers, a retry record with its original
 // coordinates, or a retry record with invalid headers as a failure (to be
 // dead-lettered under its own coordinates).
-func (e *Engine) admit(rec *pipeline.Record) {
+func (e *Engine) admit(lane int, rec *pipeline.Record) {
 	admitted, stripped, err := e.intake.Admit(rec)
 	// Under the coordinates the batch knows it by (a retry record's
 	// original ones), as the failure that made the pipeline pause names it.
@@ -301,10 +300,10 @@ func (e *Engine) admit(rec *pipeline.Record) {
 		}
 	}
 	if err != nil {
-		e.batch.proc.AddFailed(admitted, err)
+		e.batch.proc.AddFailed(lane, admitted, err)
 		return
 	}
-	e.batch.proc.Add(admitted)
+	e.batch.proc.Add(lane, admitted)
 }
 
 func (e *Engine) batchDue() bool {

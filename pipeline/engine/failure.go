@@ -221,7 +221,7 @@ func (e *Engine) rewind(also []Offset) error {
 		return err
 	}
 	to := map[Partition]int64{}
-	for _, o := range append(append([]Offset(nil), e.batch.firsts...), also...) {
+	for _, o := range append(e.batch.firsts(), also...) {
 		if cur, ok := to[o.Partition]; !ok || o.Offset < cur {
 			to[o.Partition] = o.Offset
 		}
