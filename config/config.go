@@ -127,7 +127,10 @@ type Kafka struct {
 	// sasl.*, ssl.*, fetch sizes), checked against the bundled librdkafka;
 	// those offloader sets itself for exactly-once are refused.
 	Consumer map[string]string `key:"consumer"`
-	// Producer holds librdkafka producer properties, likewise.
+	// Producer holds librdkafka producer properties, likewise. Its
+	// transaction.timeout.ms is 10s unless set (librdkafka's own default is a
+	// minute): an instance that dies with a transaction open holds
+	// read_committed readers of its partitions until it times out.
 	Producer map[string]string `key:"producer"`
 	// TransactionalID must be stable for one instance across restarts and unique
 	// among live instances. Default: offloader-<pipeline>-<hostname>.
@@ -208,7 +211,8 @@ type Commit struct {
 	MaxRecords int `key:"max_records"`
 	// MaxBytes commits a batch once it holds this much input.
 	MaxBytes settings.Size `key:"max_bytes"`
-	// Interval commits a batch once it has been open this long: the usual trigger.
+	// Interval commits a batch once it has been open this long: the usual
+	// trigger. It must stay under half the producer's transaction.timeout.ms.
 	Interval time.Duration `key:"interval"`
 }
 
@@ -264,8 +268,8 @@ type Condition struct {
 // Errors is failure handling.
 type Errors struct {
 	// StoreBudget bounds the time spent on one store call, retries included. It
-	// must stay below the consumer's max.poll.interval.ms and the producer's
-	// transaction.timeout.ms.
+	// must stay under half the consumer's max.poll.interval.ms; no transaction
+	// is kept open while a record waits for a store.
 	StoreBudget time.Duration `key:"store_budget"`
 	// OnStoreOutage is what a store unavailable past the budget does: pause
 	// (the pipeline waits and retries, nothing is skipped) or retry_topic

@@ -69,6 +69,38 @@ func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
 	}
 }
 
+// The producer's transaction.timeout.ms is 10 s when the file leaves it
+// unset (Kafka Streams' value for exactly-once: a dead instance's readers wait
+// no longer), more when the commit interval needs it, and the file's own value
+// when set.
+func TestTransactionTimeoutDefaultsToTenSeconds(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  time.Duration
+	}{
+		{"", 10 * time.Second},
+		{"    commit: {interval: 5s}\n", 15 * time.Second},
+		{"    commit: {interval: 4s}\n", 10 * time.Second},
+		{"    kafka: {bootstrap_servers: \"127.0.0.1:19092\", producer: {transaction.timeout.ms: 30000}}\n", 30 * time.Second},
+	} {
+		body := minimal + c.extra
+		if strings.Contains(c.extra, "kafka:") {
+			body = strings.Replace(minimal, "    kafka: {bootstrap_servers: \"127.0.0.1:19092\"}\n", "", 1) + c.extra
+		}
+		f, err := config.Load(writeFile(t, body), config.Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", c.extra, err)
+		}
+		p, err := f.Select("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.TransactionTimeout(); got != c.want {
+			t.Errorf("%q: transaction timeout %s, want %s", c.extra, got, c.want)
+		}
+	}
+}
+
 // TestLoadReportsEveryProblemWithItsPath runs the table of bad files in
 // testdata/invalid: each NAME.yaml must report exactly the problems in
 // NAME.problems (one per line, each a substring of one problem, in path order),

@@ -38,11 +38,31 @@ var (
 	}
 )
 
-// Defaults of librdkafka that the time budget is checked against.
-const (
-	defaultMaxPollInterval    = 300 * time.Second
-	defaultTransactionTimeout = 60 * time.Second
-)
+// defaultMaxPollInterval is librdkafka's max.poll.interval.ms, which the
+// time budget is checked against.
+const defaultMaxPollInterval = 300 * time.Second
+
+// ShortestTransactionTimeout is transaction.timeout.ms when the pipeline file
+// leaves it unset and the time budget allows: Kafka Streams' value for
+// exactly-once. An instance that dies with a transaction open holds
+// read_committed readers of its partitions until the transaction times out
+// (unless its transactional.id starts again and fences it at once), so the
+// shorter, the sooner they read on; librdkafka's own default is 60 s.
+const ShortestTransactionTimeout = 10 * time.Second
+
+// defaultTransactionTimeout is transaction.timeout.ms when the pipeline file
+// leaves it unset: ShortestTransactionTimeout, or, when commit.interval is
+// not under half of it, the next multiple of 5 s over twice the interval. A
+// transaction stays open about one commit interval: the pipeline never keeps
+// one open while records wait for a store (a batch commits what finished
+// and carries the uploads on, and produces nothing while a store is away).
+func (p *Pipeline) defaultTransactionTimeout() time.Duration {
+	held := 2 * p.Commit.Interval
+	if held < ShortestTransactionTimeout {
+		return ShortestTransactionTimeout
+	}
+	return (held/(5*time.Second) + 1) * 5 * time.Second
+}
 
 func (p *Pipeline) validate(path string, problems *settings.Problems) {
 	p.validateKafka(path, problems)
@@ -208,11 +228,12 @@ func (p *Pipeline) validateErrors(path string, problems *settings.Problems) {
 	}
 }
 
-// validateTimeBudget checks that one store call (retries included) and one
-// commit interval fit in the time Kafka gives a transaction and a poll loop.
+// validateTimeBudget checks that one store call (retries included) fits in
+// the time Kafka gives a poll loop, and one commit interval in the time it
+// gives a transaction.
 func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) {
 	pollInterval := msProperty(p.Kafka.Consumer, "max.poll.interval.ms", defaultMaxPollInterval, path+".kafka.consumer", problems)
-	txnTimeout := msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, path+".kafka.producer", problems)
+	txnTimeout := msProperty(p.Kafka.Producer, "transaction.timeout.ms", p.defaultTransactionTimeout(), path+".kafka.producer", problems)
 	for i, d := range p.Errors.RetryDelays {
 		if d >= pollInterval/2 {
 			problems.Add(fmt.Sprintf("%s.errors.retry_delays[%d]", path, i), "%s must be under half the consumer's max.poll.interval.ms (%s): the loop does not poll while a blocking retry waits", d, pollInterval)
@@ -233,17 +254,19 @@ func (p *Pipeline) validateTimeBudget(path string, problems *settings.Problems) 
 				problems.Add(path+".stores."+name+".try_timeout", "%s must be under errors.store_budget (%s): one try of a store request would outlast the whole budget a record waits for; lower try_timeout", timed.RequestTimeout(), budget)
 			}
 		}
-		if budget+p.Commit.Interval >= txnTimeout/2 {
-			problems.Add(path+".errors.store_budget", "%s plus commit.interval (%s) must be under half the producer's transaction.timeout.ms (%s), or the broker aborts transactions still in progress; lower store_budget or raise kafka.producer.transaction.timeout.ms", budget, p.Commit.Interval, txnTimeout)
-		}
+	}
+	if p.Commit.Interval >= txnTimeout/2 {
+		problems.Add(path+".commit.interval", "%s must be under half the producer's transaction.timeout.ms (%s): a transaction stays open about one commit interval, and the broker aborts one still open at its timeout; lower commit.interval or raise kafka.producer.transaction.timeout.ms", p.Commit.Interval, txnTimeout)
 	}
 }
 
-// TransactionTimeout is the producer's transaction.timeout.ms, librdkafka's
-// default when unset (validate reports a value that is no duration).
+// TransactionTimeout is the producer's transaction.timeout.ms: the pipeline
+// file's, or when unset the default the pipeline's time budget allows
+// (ShortestTransactionTimeout or more; validate reports a value that is no
+// duration).
 func (p *Pipeline) TransactionTimeout() time.Duration {
 	var ignored settings.Problems
-	return msProperty(p.Kafka.Producer, "transaction.timeout.ms", defaultTransactionTimeout, "", &ignored)
+	return msProperty(p.Kafka.Producer, "transaction.timeout.ms", p.defaultTransactionTimeout(), "", &ignored)
 }
 
 func msProperty(props map[string]string, name string, def time.Duration, path string, problems *settings.Problems) time.Duration {

@@ -174,38 +174,7 @@ func deleteTopics(b testing.TB, topics []string) {
 // partitions, without keeping them in memory.
 func fill(b testing.TB, topic string, n, size, partitions int) {
 	b.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 20,
-		"message.max.bytes": 4 << 20, "go.delivery.reports": false,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = byte(i * 7)
-	}
-	for i := range n {
-		msg := &kafka.Message{
-			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % partitions)},
-			Key:            []byte(strconv.Itoa(i)), Value: value,
-		}
-		for {
-			err := p.Produce(msg, nil)
-			if err == nil {
-				break
-			}
-			if kerr, ok := err.(kafka.Error); ok && kerr.Code() == kafka.ErrQueueFull {
-				p.Flush(100)
-				continue
-			}
-			b.Fatal(err)
-		}
-	}
-	if left := p.Flush(300_000); left > 0 {
-		b.Fatalf("%d records not delivered to %s", left, topic)
-	}
+	fillSizes(b, topic, n, partitions, []int{size})
 }
 
 // copyLoopEnv makes the test binary run copyLoop instead of the tests: the
@@ -395,8 +364,8 @@ func pipelineRun(b testing.TB, raw, slim string, n int) (elapsed time.Duration, 
 }
 
 // pipelineRunWith is pipelineRun with the store named payloads given as the
-// YAML of its settings.
-func pipelineRunWith(b testing.TB, raw, slim string, n int, store string) (elapsed time.Duration, rss int64, cpu time.Duration) {
+// YAML of its settings, and env for the daemon (OFFLOADER_ overrides).
+func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (elapsed time.Duration, rss int64, cpu time.Duration) {
 	b.Helper()
 	group := uniqueName(b, "g")
 	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
@@ -406,7 +375,7 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: auto}
 observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, store).file(b)
-	d := startDaemon(b, cfg)
+	d := startDaemon(b, cfg, env...)
 	base := d.metricsURL(b)
 	waitReady(b, base, time.Minute)
 	start := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -277,6 +278,26 @@ func (l *lane) take() (Result, bool) {
 // Workers.Bytes. Safe from any goroutine.
 func (b *Batch) Uploads() (running, waiting int) {
 	return int(b.uploading.Load()), int(b.waiting.Load())
+}
+
+// Full reports that as many records as there are workers wait for one: an
+// Add of a record that needs a worker would wait for a slot.
+func (b *Batch) Full() bool { return b.started && b.queue.full(b.workers.Max) }
+
+// AwaitRoom waits, for up to d, while the batch is Full: until a worker takes
+// a waiting record, or the batch ends.
+func (b *Batch) AwaitRoom(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for b.Full() {
+		select {
+		case <-b.queue.freed:
+		case <-timer.C:
+			return
+		case <-b.ctx.Done():
+			return
+		}
+	}
 }
 
 // Broken reports that a failure that was not isolated broke the batch (or

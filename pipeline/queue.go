@@ -15,10 +15,14 @@ type queue struct {
 	n       int       // jobs waiting in all
 	turn    int       // the lane ties start from
 	closed  bool
+	// freed is signalled when a job is taken, for a caller that waits for
+	// room without blocking in put (Batch.AwaitRoom).
+	freed chan struct{}
 }
 
 func (q *queue) init() {
 	q.work.L, q.room.L = &q.mu, &q.mu
+	q.freed = make(chan struct{}, 1)
 }
 
 // put adds j to its lane once fewer than limit jobs are waiting. It reports
@@ -67,7 +71,18 @@ func (q *queue) take() *job {
 	q.running[best]++
 	q.n--
 	q.room.Signal()
+	select {
+	case q.freed <- struct{}{}:
+	default:
+	}
 	return j
+}
+
+// full reports that limit jobs or more are waiting: put would wait.
+func (q *queue) full(limit int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n >= limit
 }
 
 // done counts a job taken as finished.

@@ -85,9 +85,14 @@ func setByUser(user map[string]string, name string) bool {
 }
 
 // producerConfig is the producer's librdkafka configuration for a pipeline,
-// its queue sized from plan (librdkafka's default is 1 GiB of C memory).
+// its queue sized from plan (librdkafka's default is 1 GiB of C memory), its
+// transaction.timeout.ms the pipeline's (config's default when the user sets
+// none, not librdkafka's minute).
 func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	budget := kafka.ConfigMap{}
+	if p.TransactionTimeout > 0 {
+		budget["transaction.timeout.ms"] = int(p.TransactionTimeout.Milliseconds())
+	}
 	if plan.ProduceQueue > 0 {
 		budget["queue.buffering.max.kbytes"] = int(plan.ProduceQueue >> 10)
 		budget["queue.buffering.max.messages"] = plan.ProduceMessages

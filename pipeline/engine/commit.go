@@ -28,20 +28,19 @@ type pendingCommit struct {
 	records, bytes int
 }
 
-// flush commits the batch in hand. Unless final, it first settles the
-// commit in flight and, if some of the batch's records are still
-// transforming (uploads), commits those before them and carries them into
-// the next transaction (commitFinished). Otherwise it waits for the batch's
-// transforms, settles the previous commit, produces the batch's last outputs
-// and hands the transaction to the committer goroutine. A final flush
-// (shutdown, a cooperative revoke, an operator's pause) commits the whole
-// batch.
+// flush commits the batch in hand. It first settles the commit in flight
+// and, if some of the batch's records are still transforming (uploads),
+// commits those before them and carries them on (commitFinished), so that no
+// transaction stays open while uploads run. Unless final, that is all: the
+// records carried go into the next transaction. Otherwise it waits for the
+// batch's transforms, settles the previous commit, produces the batch's last
+// outputs and hands the transaction to the committer goroutine. A final
+// flush (shutdown, a cooperative revoke, an operator's pause) commits the
+// whole batch.
 func (e *Engine) flush(ctx context.Context, final bool) error {
 	collected := e.opts.Now()
-	if !final {
-		if done, err := e.commitFinished(ctx, collected); done || err != nil {
-			return err
-		}
+	if done, err := e.commitFinished(ctx, collected, final); done || err != nil {
+		return err
 	}
 	transformErr := e.batch.proc.Wait()
 	transformed := e.opts.Now()
@@ -79,14 +78,15 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 // transaction of those produced to the committer and keeps the others in
 // hand: each partition commits up to its first record still transforming,
 // and uploads go on across the commit instead of draining at every batch
-// boundary. done reports that it handed off, that a failure rewound the
-// batch, or that nothing is finished to commit and the batch goes on being
-// collected; otherwise the whole batch is to be waited for: all of it is
-// finished, or a failure broke it, or it holds commit.max_bytes with nothing
-// finished, or a store outage is being waited out (its batch commits whole,
-// once the failed record passes).
-func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done bool, _ error) {
-	if e.pause.outages > 0 || e.pause.failed != nil || ctx.Err() != nil {
+// boundary. done reports that it handed off (unless final: the caller then
+// waits for the rest), that a failure rewound the batch, or, unless final,
+// that nothing is finished to commit and the batch goes on being collected;
+// otherwise the whole batch is to be waited for: all of it is finished, or a
+// failure broke it, or it holds commit.max_bytes with nothing finished, or a
+// store outage is being waited out (its batch commits whole, once the failed
+// record passes; nothing of it was produced meanwhile: see produceReady).
+func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final bool) (done bool, _ error) {
+	if e.outage() || ctx.Err() != nil {
 		return false, nil
 	}
 	if aborted, err := e.settle(ctx, true); err != nil || aborted {
@@ -101,8 +101,8 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done 
 	case e.batch.handed == 0:
 		// Nothing finished to commit: every partition in hand waits for its
 		// first record's upload. The others go on being collected, unless the
-		// batch holds its bytes bound.
-		return e.batch.bytes < e.opts.Commit.MaxBytes, nil
+		// batch holds its bytes bound or is to be committed whole now.
+		return !final && e.batch.bytes < e.opts.Commit.MaxBytes, nil
 	}
 	began := e.batch.start
 	if err := e.commitProduced(ctx); err != nil {
@@ -112,8 +112,12 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time) (done 
 		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes), zap.Int("carried", e.batch.len),
 			zap.Duration("collect_seconds", collected.Sub(began)), zap.Duration("produce_finished_seconds", e.opts.Now().Sub(collected)))
 	}
-	return true, nil
+	return !final, nil
 }
+
+// outage reports that the pipeline stands still on an unavailable store:
+// its batch is committed whole once the store answers.
+func (e *Engine) outage() bool { return e.pause.outages > 0 || e.pause.failed != nil }
 
 // commitProduced hands what the batch produced to the committer goroutine.
 func (e *Engine) commitProduced(ctx context.Context) error {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
@@ -74,6 +75,42 @@ func TestARecordStillUploadingIsCarriedIntoTheNextTransaction(t *testing.T) {
 	}
 	if held[p0] != 3 {
 		t.Errorf("raw[1] committed all 20 records while raw[0] was committed up to %d, want 3 (held at key-3)", held[p0])
+	}
+	h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+	if rep.Committed[p0] != 20 || rep.Committed[p1] != 20 {
+		t.Errorf("report %+v, want 20 committed per partition", rep)
+	}
+}
+
+// A shutdown while a record is still uploading commits what finished first
+// and only then waits for the upload: no transaction stays open while it
+// runs (a transaction open that long would hold read_committed readers, and
+// outlast a short transaction.timeout.ms).
+func TestShutdownCommitsWhatFinishedBeforeWaitingForAnUpload(t *testing.T) {
+	g := gate{key: "key-3", open: make(chan struct{}), finished: make(chan struct{}, 64)}
+	h := filled(t, dlt.Rules{}, pipeline.Chain{g}, 20, p0, p1)
+	// No batch bound is reached and the clock stands still: only the
+	// shutdown commits.
+	h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 1000, MaxBytes: 1 << 30}
+	h.src.frozen = true
+	stopping, opened := false, false
+	var atShutdown map[Partition]int64
+	rep, err := h.run(func() bool {
+		if !stopping && h.m.get(func(m *fakeMetrics) int { return m.in }) == 40 {
+			stopping = true
+		}
+		if stopping && !opened && h.b.committedAt(p1) == 20 {
+			atShutdown = map[Partition]int64{p0: h.b.committedAt(p0), p1: 20}
+			opened = true
+			close(g.open)
+		}
+		return stopping
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atShutdown[p0] != 3 {
+		t.Errorf("raw[0] committed up to %d before its upload of key-3 finished, want 3", atShutdown[p0])
 	}
 	h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
 	if rep.Committed[p0] != 20 || rep.Committed[p1] != 20 {

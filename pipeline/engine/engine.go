@@ -161,11 +161,25 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.obey(work); err != nil {
 			return rep, err
 		}
-		if err := e.pollOnce(); err != nil {
+		if e.batch.proc != nil && e.batch.proc.Full() {
+			// Every upload slot is taken and as many records wait for one:
+			// no record is taken in until one frees (records not taken in
+			// stay in the consumer's bounded prefetch), and what finishes
+			// meanwhile is produced and committed on its schedule, so that
+			// no transaction stays open while uploads run.
+			e.batch.proc.AwaitRoom(pollWait)
+			e.now = e.opts.Now()
+			e.m.Progress(e.now)
+		} else if err := e.pollOnce(); err != nil {
 			return rep, err
 		}
-		if err := e.produceReady(work); err != nil {
-			return rep, err
+		// While a store is away the batch's results wait in it, to be
+		// produced once it is whole: no transaction stays open while its
+		// records wait out the store budget.
+		if !e.outage() {
+			if err := e.produceReady(work); err != nil {
+				return rep, err
+			}
 		}
 		if e.batchDue() {
 			if err := e.flush(work, false); err != nil {
@@ -237,8 +251,12 @@ func (e *Engine) closeClients() error {
 	return nil
 }
 
+// pollWait is the longest a poll waits for a record with no batch in hand,
+// and the longest the loop waits for an upload slot before going round.
+const pollWait = 100 * time.Millisecond
+
 func (e *Engine) pollOnce() error {
-	timeout := 100 * time.Millisecond
+	timeout := pollWait
 	if e.batch.len > 0 {
 		timeout = max(time.Millisecond, e.opts.Commit.Interval-e.now.Sub(e.batch.start))
 	}

@@ -317,7 +317,10 @@ func TestForgedRetryHeadersAreStrippedOrDeadLettered(t *testing.T) {
 
 // A signal stops polling and commits the batch in hand before leaving.
 func TestShutdownCommitsTheBatchInHand(t *testing.T) {
-	h := newHarness(t, dlt.Rules{}, pipeline.Chain{identity{}}, p0)
+	// A quick step: every record is finished when the signal comes, so that
+	// the shutdown commits them in one transaction (records still uploading
+	// would go in a second, after those finished).
+	h := newHarness(t, dlt.Rules{}, pipeline.Chain{quickly{identity{}}}, p0)
 	// No batch bound is reached and the clock stands still: only the
 	// shutdown can commit the batch.
 	h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 1000, MaxBytes: 1 << 30}
