@@ -128,7 +128,7 @@ type Kafka struct {
 	// those offloader sets itself for exactly-once are refused.
 	Consumer map[string]string `key:"consumer"`
 	// Producer holds librdkafka producer properties, likewise. Its
-	// transaction.timeout.ms is 10s unless set (librdkafka's own default is a
+	// transaction.timeout.ms is 30s unless set (librdkafka's own default is a
 	// minute): an instance that dies with a transaction open holds
 	// read_committed readers of its partitions until it times out.
 	Producer map[string]string `key:"producer"`

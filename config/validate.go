@@ -42,24 +42,29 @@ var (
 // time budget is checked against.
 const defaultMaxPollInterval = 300 * time.Second
 
-// ShortestTransactionTimeout is transaction.timeout.ms when the pipeline file
-// leaves it unset and the time budget allows: Kafka Streams' value for
-// exactly-once. An instance that dies with a transaction open holds
-// read_committed readers of its partitions until the transaction times out
-// (unless its transactional.id starts again and fences it at once), so the
-// shorter, the sooner they read on; librdkafka's own default is 60 s.
-const ShortestTransactionTimeout = 10 * time.Second
+// DefaultTransactionTimeout is transaction.timeout.ms when the pipeline file
+// leaves it unset and the commit interval allows. An instance that dies with
+// a transaction open holds read_committed readers of its partitions until it
+// times out (unless its transactional.id starts again and fences it at once),
+// so the shorter, the sooner they read on: librdkafka's own default is 60 s,
+// Kafka Streams' for exactly-once 10 s. It is not shorter because a
+// transaction still open when the broker's coordinator comes back from a
+// restart past its timeout is aborted with an epoch bump, which librdkafka
+// reports as the producer being fenced (fatal: the instance stops, as it
+// would for a twin); 30 s rides out a broker crash (10-17 s, the broker's
+// session timeout) with room.
+const DefaultTransactionTimeout = 30 * time.Second
 
 // defaultTransactionTimeout is transaction.timeout.ms when the pipeline file
-// leaves it unset: ShortestTransactionTimeout, or, when commit.interval is
+// leaves it unset: DefaultTransactionTimeout, or, when commit.interval is
 // not under half of it, the next multiple of 5 s over twice the interval. A
 // transaction stays open about one commit interval: the pipeline never keeps
 // one open while records wait for a store (a batch commits what finished
 // and carries the uploads on, and produces nothing while a store is away).
 func (p *Pipeline) defaultTransactionTimeout() time.Duration {
 	held := 2 * p.Commit.Interval
-	if held < ShortestTransactionTimeout {
-		return ShortestTransactionTimeout
+	if held < DefaultTransactionTimeout {
+		return DefaultTransactionTimeout
 	}
 	return (held/(5*time.Second) + 1) * 5 * time.Second
 }

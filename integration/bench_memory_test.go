@@ -98,13 +98,7 @@ func reversed(s []int) []int {
 // sizes cycling through sizes, and returns the bytes of their values.
 func fillSizes(b testing.TB, topic string, n, partitions int, sizes []int) int64 {
 	b.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 20,
-		"message.max.bytes": 4 << 20, "go.delivery.reports": false,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := fillProducer(b, 20)
 	defer p.Close()
 	value := make([]byte, slices.Max(sizes))
 	for i := range value {
@@ -118,15 +112,7 @@ func fillSizes(b testing.TB, topic string, n, partitions int, sizes []int) int64
 			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % partitions)},
 			Key:            []byte(strconv.Itoa(i)), Value: value[:size],
 		}
-		for {
-			err := p.Produce(msg, nil)
-			if err == nil {
-				break
-			}
-			if kerr, ok := err.(kafka.Error); ok && kerr.Code() == kafka.ErrQueueFull {
-				p.Flush(100)
-				continue
-			}
+		if err := produceWaiting(p, msg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -134,4 +120,30 @@ func fillSizes(b testing.TB, topic string, n, partitions int, sizes []int) int64
 		b.Fatalf("%d records not delivered to %s", left, topic)
 	}
 	return total
+}
+
+// fillProducer is an idempotent producer of records up to 4 MiB that waits
+// lingerMs for a batch and reads no delivery reports.
+func fillProducer(b testing.TB, lingerMs int) *kafka.Producer {
+	b.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": lingerMs,
+		"message.max.bytes": 4 << 20, "go.delivery.reports": false,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// produceWaiting produces msg, waiting for room while the producer's queue
+// is full.
+func produceWaiting(p *kafka.Producer, msg *kafka.Message) error {
+	for {
+		err := p.Produce(msg, nil)
+		if kerr, ok := err.(kafka.Error); !ok || kerr.Code() != kafka.ErrQueueFull {
+			return err
+		}
+		p.Flush(100)
+	}
 }

@@ -87,12 +87,7 @@ func (l lag) mean() float64 { return l.sum / float64(max(1, l.samples)) }
 // slowStoreRun runs both phases with a store answering PUTs after latency.
 func slowStoreRun(b *testing.B, latency time.Duration) slowStoreResult {
 	b.Helper()
-	raw, slim, group := uniqueName(b, "raw"), uniqueName(b, "slim"), uniqueName(b, "g")
-	createTopic(b, raw, slowStorePartitions, map[string]string{"max.message.bytes": "4194304"})
-	createTopic(b, slim, slowStorePartitions, nil)
-	defer deleteTopics(b, []string{raw, slim})
-	w := newMixedWriter(b, raw)
-	defer w.p.Close()
+	raw, slim, group, w := mixedTopics(b)
 	for range slowStoreBacklog {
 		for part := range slowStorePartitions {
 			w.send(b, part)
@@ -117,18 +112,9 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, slowStoreUploads, 
 	untilCommitted(b, admin, group, raw, w.total())
 	res.took = time.Since(start)
 
-	live := make(chan struct{})
-	go func() {
-		defer close(live)
-		tick := time.NewTicker(time.Second / slowStoreLiveRate)
-		defer tick.Stop()
-		for end := time.Now().Add(slowStoreLiveFor); time.Now().Before(end); <-tick.C {
-			for part := range slowStorePartitions {
-				w.send(b, part)
-			}
-		}
-		w.flush(b)
-	}()
+	stop := make(chan struct{})
+	time.AfterFunc(slowStoreLiveFor, func() { close(stop) })
+	live := w.live(b, stop)
 	for sampling := true; sampling; {
 		select {
 		case <-live:
@@ -163,6 +149,43 @@ func untilCommitted(b *testing.B, admin *kafka.AdminClient, group, topic string,
 	}
 }
 
+// mixedTopics creates a raw topic and a slim topic of slowStorePartitions
+// partitions, deleted when b ends, and a writer of the raw topic; group is a
+// group name of b's own.
+func mixedTopics(b *testing.B) (raw, slim, group string, w *mixedWriter) {
+	b.Helper()
+	raw, slim, group = uniqueName(b, "raw"), uniqueName(b, "slim"), uniqueName(b, "g")
+	createTopic(b, raw, slowStorePartitions, map[string]string{"max.message.bytes": "4194304"})
+	createTopic(b, slim, slowStorePartitions, nil)
+	b.Cleanup(func() { deleteTopics(b, []string{raw, slim}) })
+	w = newMixedWriter(b, raw)
+	b.Cleanup(w.p.Close)
+	return raw, slim, group, w
+}
+
+// live writes a record to each partition slowStoreLiveRate times a second
+// until stop is closed, then flushes; the channel it returns is closed then.
+func (w *mixedWriter) live(b testing.TB, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / slowStoreLiveRate)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				w.flush(b)
+				return
+			case <-tick.C:
+				for part := range slowStorePartitions {
+					w.send(b, part)
+				}
+			}
+		}
+	}()
+	return done
+}
+
 // mixedWriter writes records of 1 KiB to a topic's partitions, and on every
 // partition but 0 one of 64 KiB in slowStoreEveryNth instead (random bytes:
 // no codec makes them small). It counts the records sent to each partition.
@@ -176,13 +199,7 @@ type mixedWriter struct {
 
 func newMixedWriter(b testing.TB, topic string) *mixedWriter {
 	b.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
-		"message.max.bytes": 4 << 20, "go.delivery.reports": false,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := fillProducer(b, 5)
 	w := &mixedWriter{p: p, topic: topic, small: make([]byte, 1<<10), big: make([]byte, 64<<10)}
 	rand.Read(w.big)
 	return w
@@ -199,15 +216,7 @@ func (w *mixedWriter) send(b testing.TB, part int) {
 		TopicPartition: kafka.TopicPartition{Topic: &w.topic, Partition: int32(part)},
 		Key:            []byte(strconv.FormatInt(i, 10)), Value: value,
 	}
-	for {
-		err := w.p.Produce(msg, nil)
-		if err == nil {
-			break
-		}
-		if kerr, ok := err.(kafka.Error); ok && kerr.Code() == kafka.ErrQueueFull {
-			w.p.Flush(100)
-			continue
-		}
+	if err := produceWaiting(w.p, msg); err != nil {
 		b.Error(err)
 		return
 	}

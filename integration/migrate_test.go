@@ -377,18 +377,29 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 // endOffsets are the high watermarks of topic's partitions.
 func endOffsets(t testing.TB, topic string, partitions int) map[int32]int64 {
 	t.Helper()
+	return listEnds(t, newAdmin(t), topic, partitions, kafka.IsolationLevelReadUncommitted)
+}
+
+// listEnds are the end offsets of topic's partitions: with
+// IsolationLevelReadCommitted their last stable offsets (KIP-98), the end a
+// read_committed reader reaches; else their high watermarks.
+func listEnds(t testing.TB, admin *kafka.AdminClient, topic string, partitions int, level kafka.IsolationLevel) map[int32]int64 {
+	t.Helper()
 	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
 	for p := range int32(partitions) {
 		req[kafka.TopicPartition{Topic: &topic, Partition: p}] = kafka.LatestOffsetSpec
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := newAdmin(t).ListOffsets(ctx, req)
+	res, err := admin.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(level))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[int32]int64{}
 	for tp, r := range res.ResultInfos {
+		if r.Error.Code() != kafka.ErrNoError {
+			t.Fatalf("ListOffsets %s[%d]: %v", topic, tp.Partition, r.Error)
+		}
 		out[tp.Partition] = int64(r.Offset)
 	}
 	return out

@@ -114,7 +114,7 @@ func NewMetrics(pipeline string) *Metrics {
 		}),
 	}
 	m.TxnCallSeconds = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "offloader", Name: "transaction_call_seconds", Help: "How long the transactional call in progress (BeginTransaction, SendOffsetsToTransaction, CommitTransaction, AbortTransaction) has run, updated every second; 0 between calls. Past 5 s it is logged once; past its deadline (transaction.timeout.ms) plus 15 s the producer is replaced.",
+		Namespace: "offloader", Name: "transaction_call_seconds", Help: "How long the transactional call in progress (BeginTransaction, SendOffsetsToTransaction, CommitTransaction, AbortTransaction) has run, updated every second; 0 between calls. Past 5 s it is logged once; past its deadline (transaction.timeout.ms, at least 30 s) plus 15 s the producer is replaced.",
 		ConstLabels: prometheus.Labels{"pipeline": pipeline},
 	})
 	m.UploadsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{

@@ -37,7 +37,13 @@ func logClient(log *zap.Logger, events chan kafka.LogEvent, away *outages) {
 			}
 			continue
 		}
-		ce := log.Check(syslogLevel(ev.Level), msg)
+		level := syslogLevel(ev.Level)
+		if level > zapcore.WarnLevel && strings.Contains(msg, cutByTransport) {
+			// A request the connection dropped under (librdkafka's ADDOFFSETS,
+			// say): the call it belongs to says what that means for the batch.
+			level = zapcore.WarnLevel
+		}
+		ce := log.Check(level, msg)
 		if ce == nil {
 			continue
 		}
@@ -46,6 +52,10 @@ func logClient(log *zap.Logger, events chan kafka.LogEvent, away *outages) {
 		}
 	}
 }
+
+// cutByTransport ends a librdkafka line about a request that failed because
+// its broker connection went away.
+const cutByTransport = "Local: Broker transport failure"
 
 // awayMessage is a librdkafka line saying that a broker cannot be reached
 // or dropped the connection: "HOST:PORT/ID: Connect to ... failed: ...",

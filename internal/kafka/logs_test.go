@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,12 +68,20 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
 		Message: "[thrd:TxnCoordinator]: TxnCoordinator: 127.0.0.1:19092: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after 0ms in state CONNECT)"}
 	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "SSL", Level: 3, Message: "ssl.ca.location failed: No such file"}
+	// A request the connection dropped under: a warning (its call says what
+	// it means for the batch).
+	events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "ADDOFFSETS", Level: 3,
+		Message: "[thrd:main]: TxnCoordinator/1: Failed to add offsets to transaction on broker TxnCoordinator/1: Local: Broker transport failure"}
 	close(events)
 	<-done
-	var warned []string
+	var warned, cut []string
 	for _, e := range logs.All() {
 		switch e.Level {
 		case zap.WarnLevel:
+			if e.Message != "a Kafka broker cannot be reached; the client reconnects by itself (said once per broker and outage)" {
+				cut = append(cut, e.Message)
+				continue
+			}
 			warned = append(warned, e.ContextMap()["broker"].(string))
 		case zap.ErrorLevel:
 			if e.Message != "ssl.ca.location failed: No such file" {
@@ -82,6 +91,9 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	}
 	if fmt.Sprint(warned) != "[127.0.0.1:19092 127.0.0.1:19093]" || logs.FilterLevelExact(zap.ErrorLevel).Len() != 1 {
 		t.Fatalf("warned about %v, %d error lines; want one warning per broker and the SSL error", warned, logs.FilterLevelExact(zap.ErrorLevel).Len())
+	}
+	if len(cut) != 1 || !strings.HasSuffix(cut[0], "Local: Broker transport failure") {
+		t.Errorf("other warnings %q, want the request cut by its connection", cut)
 	}
 	var o outages
 	now := time.Now()

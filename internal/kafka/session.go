@@ -77,14 +77,22 @@ const slowCallAfter = 5 * time.Second
 
 // callTimeout is how long a transactional call (and its retries) may take:
 // the transaction's own timeout (transaction.timeout.ms), past which the
-// broker aborts the transaction anyway, at least 5 s; the default 60 s when
-// the pipeline says none. AbortTransaction gets half of it.
+// broker aborts the transaction anyway, but at least minCallTimeout; the
+// default minute when the pipeline says none. AbortTransaction gets half of
+// it.
 func (s *Session) callTimeout() time.Duration {
 	if s.p.TransactionTimeout <= 0 {
 		return time.Minute
 	}
-	return max(s.p.TransactionTimeout, 5*time.Second)
+	return max(s.p.TransactionTimeout, minCallTimeout)
 }
+
+// minCallTimeout is the shortest deadline of a transactional call: a broker
+// restart (10-17 s for a crash, the broker's own session timeout) moves the
+// transaction coordinator, and a call that rides it out commits or aborts as
+// usual, where one given up on sooner aborts and starts a new producer. The
+// transaction itself still times out at transaction.timeout.ms.
+const minCallTimeout = 30 * time.Second
 
 // Connect creates the pipeline's consumer and transactional producer and
 // initialises transactions, which fences any earlier producer with the same
@@ -182,8 +190,10 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 }
 
 // Abort aborts the open transaction. A producer stuck in a call is replaced
-// instead, and so is one that AbortTransaction leaves fatally broken without
-// a fencing: librdkafka turns a broker's INVALID_TXN_STATE answer to EndTxn
+// instead, and so is one whose AbortTransaction does not finish by its
+// deadline (the coordinator away longer than transaction.timeout.ms allows
+// for), and one that AbortTransaction leaves fatally broken without a
+// fencing: librdkafka turns a broker's INVALID_TXN_STATE answer to EndTxn
 // into a fatal error (seen right after a rebalance; librdkafka issue #4849),
 // yet a new producer with the same transactional.id aborts the transaction as
 // well as a restart of the instance would. A fenced producer is not replaced:
@@ -199,7 +209,18 @@ func (s *Session) Abort(ctx context.Context) error {
 		if s.stuck != nil {
 			return s.replaceStuck(ctx)
 		}
-		return fmt.Errorf("%w: aborting: %w", engine.ErrFatal, abort.Err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: aborting: %w", engine.ErrFatal, abort.Err)
+		}
+		// The coordinator stays away past the call's deadline (a broker
+		// restart longer than transaction.timeout.ms): a new producer with the
+		// same transactional.id aborts the open transaction when it starts,
+		// waiting for the coordinator as long as InitTransactions does.
+		s.log.Warn("AbortTransaction did not finish in time (the transaction coordinator is away): replacing the producer; starting the new one aborts the open transaction, and the batch is reprocessed", zap.Error(abort.Err))
+		old := s.producer
+		s.producer = nil
+		go old.Close() // its queue may wait on the broker that is away
+		return s.replaceProducer(ctx)
 	case err != nil && !errors.Is(err, errFenced):
 		if cause := s.producer.GetFatalError(); cause != nil {
 			s.log.Error("AbortTransaction left the transactional producer in a fatal state: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(err))
@@ -345,7 +366,8 @@ func bounded(what string, deadline time.Time, grace time.Duration, call func() e
 // txnCall runs one transactional call with librdkafka's error contract:
 // retriable -> call again; requires abort -> AbortError; fatal (fenced
 // included) or anything else -> ErrFatal. A call stuck stuckGrace past its
-// timeout is an AbortError too, Unsure, and marks the producer stuck.
+// timeout is an AbortError too, Unsure, and marks the producer stuck; so is
+// a CommitTransaction still retrying at its deadline (Unsure).
 func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duration, call func(context.Context) error) error {
 	// The call's own deadline bounds its retries: a call that keeps timing out
 	// (a broker that stays away) ends in an abort, not an endless loop.
@@ -375,11 +397,14 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 		case kerr.TxnRequiresAbort():
 			return &engine.AbortError{Err: fmt.Errorf("%s: %w", what, err)}
 		case kerr.IsRetriable() || kerr.IsTimeout():
+			// A CommitTransaction given up on may still finish in librdkafka
+			// once the coordinator answers: whether it committed is unsure.
+			unsure := what == "CommitTransaction"
 			if callCtx.Err() != nil {
-				return &engine.AbortError{Err: fmt.Errorf("%s: %w (still failing after %s)", what, err, timeout)}
+				return &engine.AbortError{Err: fmt.Errorf("%s: %w (still failing after %s)", what, err, timeout), Unsure: unsure}
 			}
 			if ctx.Err() != nil {
-				return &engine.AbortError{Err: fmt.Errorf("%s: %w (shutdown deadline passed)", what, err)}
+				return &engine.AbortError{Err: fmt.Errorf("%s: %w (shutdown deadline passed)", what, err), Unsure: unsure}
 			}
 			s.log.Debug("retrying transactional call", zap.String("call", what), zap.Error(err))
 			time.Sleep(backoff)
