@@ -484,6 +484,6 @@ var errFenced = errors.New("fenced")
 
 // fenced is the error of an instance fenced by another with its identity.
 func (s *Session) fenced(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
-		engine.ErrFatal, what, errFenced, s.p.TransactionalID, s.p.Name, err)
+	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME (if no other instance has it, the broker aborted this one's transaction for outliving transaction.timeout.ms, %s, while its coordinator was away: started again, the instance resumes from its last commit): %w",
+		engine.ErrFatal, what, errFenced, s.p.TransactionalID, s.p.Name, s.p.TransactionTimeout, err)
 }
