@@ -351,7 +351,7 @@ func defaults(name string) *Pipeline {
 			Mode:          ModeNonBlocking,
 		},
 		Limits: LimitsEnforce,
-		Memory: Memory{InFlight: 256 * settings.MiB, MaxUploads: 16},
+		Memory: Memory{InFlight: 128 * settings.MiB, MaxUploads: 16},
 		Observability: Observability{
 			Listen:    "127.0.0.1:9464",
 			LogFormat: "json",

@@ -56,6 +56,9 @@ func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
 	if p.Commit.MaxRecords != 100_000 || p.Commit.MaxBytes != 64*settings.MiB || p.Commit.Interval != 100*time.Millisecond {
 		t.Errorf("commit defaults = %+v", p.Commit)
 	}
+	if p.Memory.InFlight != 128*settings.MiB || p.Memory.MaxUploads != 16 {
+		t.Errorf("memory defaults = %+v, want 128MiB and 16 uploads (BenchmarkMemoryBudget)", p.Memory)
+	}
 	if p.Errors.StoreBudget != 20*time.Second || p.Errors.OnStoreOutage != "pause" {
 		t.Errorf("errors defaults = %+v", p.Errors)
 	}
