@@ -55,7 +55,8 @@ func BenchmarkMemoryBudget(b *testing.B) {
 					store = fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
 				}
 				syscall.Sync()
-				elapsed, peak, _ := pipelineRunWith(b, raw, slim, w.records, store, "OFFLOADER_MEMORY__IN_FLIGHT="+strconv.Itoa(budget)+"MiB")
+				run := pipelineRunWith(b, raw, slim, w.records, store, "OFFLOADER_MEMORY__IN_FLIGHT="+strconv.Itoa(budget)+"MiB")
+				elapsed, peak := run.elapsed, run.rss
 				if w.azure {
 					deleteContainer(b, container)
 				}

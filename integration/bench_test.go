@@ -360,12 +360,24 @@ func copyLoop(transactional bool, bootstrap, src, dst string, n int) (time.Durat
 // OFFLOADER_* variables in the environment reach the daemon, to try settings.
 func pipelineRun(b testing.TB, raw, slim string, n int) (elapsed time.Duration, rss int64, cpu time.Duration) {
 	b.Helper()
-	return pipelineRunWith(b, raw, slim, n, fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir()))
+	r := pipelineRunWith(b, raw, slim, n, fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir()))
+	return r.elapsed, r.rss, r.cpu
+}
+
+// pipelineRunResult is what pipelineRunWith measured: the whole run, and
+// its steady state, the records committed after half of them were and the
+// time they took.
+type pipelineRunResult struct {
+	elapsed     time.Duration
+	rss         int64
+	cpu         time.Duration
+	lastRecords int
+	lastTook    time.Duration
 }
 
 // pipelineRunWith is pipelineRun with the store named payloads given as the
 // YAML of its settings, and env for the daemon (OFFLOADER_ overrides).
-func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (elapsed time.Duration, rss int64, cpu time.Duration) {
+func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (r pipelineRunResult) {
 	b.Helper()
 	group := uniqueName(b, "g")
 	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
@@ -385,14 +397,21 @@ observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, 
 	// often cost the daemon as much; the plain loop, timing itself, pays
 	// neither. The committed offsets are checked after.
 	deadline := time.Now().Add(10 * time.Minute)
-	for committedInLog(d.output()) < n {
+	var half time.Time
+	for committed := committedInLog(d.output()); committed < n; committed = committedInLog(d.output()) {
+		if half.IsZero() && committed >= n/2 {
+			half, r.lastRecords = time.Now(), n-committed
+		}
 		if time.Now().After(deadline) {
 			b.Fatalf("pipeline: fewer than %d records committed after 10 minutes", n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	elapsed = time.Since(start)
-	rss, cpu = peakRSS(b, d.cmd.Process.Pid), processCPU(b, d.cmd.Process.Pid)
+	r.elapsed = time.Since(start)
+	if !half.IsZero() {
+		r.lastTook = time.Since(half)
+	}
+	r.rss, r.cpu = peakRSS(b, d.cmd.Process.Pid), processCPU(b, d.cmd.Process.Pid)
 	admin := newAdmin(b)
 	for {
 		// A transaction's offsets show once its markers are written, just after
@@ -409,7 +428,7 @@ observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, 
 	if code := d.stop(b, 60*time.Second); code != 0 {
 		b.Fatalf("daemon exit code %d", code)
 	}
-	return elapsed, rss, cpu
+	return r
 }
 
 // committedTotal sums the group's committed offsets over the topic's partitions.
