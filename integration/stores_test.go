@@ -60,7 +60,10 @@ func TestKillNineWithS3AndHTTPStores(t *testing.T) {
 			var recs []sourceRecord
 			for i := range n {
 				size := 2000
-				if i%10 == 0 {
+				// One in ten offloaded, on both partitions (records alternate between
+				// them): a partition whose records are all small may finish first, and
+				// the other must still have uploads for the kills to land among.
+				if i%20 == 0 || i%20 == 11 {
 					size = 100 << 10
 				}
 				recs = append(recs, sourceRecord{partition: int32(i % 2), key: fmt.Appendf(nil, "%d", i), value: bytes.Repeat([]byte{byte(i)}, size)})
