@@ -100,7 +100,10 @@ func TestAStoreOutageKeepsReadyzAt503UntilABatchCommits(t *testing.T) {
 		return &stores.Error{Store: "blob", Op: "put", Key: "k", Kind: stores.Retryable, Err: errors.New("connection refused")}
 	}
 	f := &failing{key: "key-5", times: 3, err: outage}
-	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{f}, 20, p0)
+	// A quick step: the outage is seen on the engine's goroutine, at the
+	// test clock's time then (a worker's failure would be seen after polls
+	// that advance the clock).
+	h := filled(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{quickly{f}}, 20, p0)
 	var during []string
 	f.on = func(attempt int) {
 		ready, why := h.m.readiness()
