@@ -207,7 +207,8 @@ func (s StartFrom) Validate() error {
 // flight: uploads, and outputs waiting while the previous transaction commits
 // (at most one batch).
 type Commit struct {
-	// MaxRecords commits a batch once it holds this many records.
+	// MaxRecords commits a batch once it holds this many records; no
+	// transaction carries more.
 	MaxRecords int `key:"max_records"`
 	// MaxBytes commits a batch once it holds this much input.
 	MaxBytes settings.Size `key:"max_bytes"`

@@ -36,7 +36,7 @@ type pendingCommit struct {
 // batch's transforms, settles the previous commit, produces the batch's last
 // outputs and hands the transaction to the committer goroutine. A final
 // flush (shutdown, a cooperative revoke, an operator's pause) commits the
-// whole batch.
+// whole batch, in transactions of commit.max_records at most.
 func (e *Engine) flush(ctx context.Context, final bool) error {
 	collected := e.opts.Now()
 	if done, err := e.commitFinished(ctx, collected, final); done || err != nil {
@@ -53,8 +53,21 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 		return e.batchFailed(ctx, transformErr)
 	}
 	settled := e.opts.Now()
-	if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
-		return err // nil proc: a failure rewound the batch
+	for {
+		if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
+			return err // nil proc: a failure rewound the batch
+		}
+		if e.batch.handed < e.opts.Commit.MaxRecords || e.batch.proc.Remaining() == 0 {
+			break
+		}
+		// The transaction holds commit.max_records and finished results
+		// remain: it commits, and they go into the next one.
+		if err := e.commitProduced(ctx); err != nil {
+			return err
+		}
+		if aborted, err := e.settle(ctx, true); err != nil || aborted {
+			return err
+		}
 	}
 	if e.batch.proc.Remaining() > 0 {
 		// The work context ended after Wait: committing the offsets now would
@@ -137,7 +150,7 @@ func (e *Engine) commitProduced(ctx context.Context) error {
 
 // produceReady settles the commit in flight if it has finished, then produces
 // the batch's finished results into the batch's transaction, each partition's
-// in input order.
+// in input order, up to commit.max_records in the transaction.
 // While a commit is in flight nothing is produced: the results wait in the batch.
 func (e *Engine) produceReady(ctx context.Context) error {
 	if e.batch.proc == nil {
@@ -152,7 +165,11 @@ func (e *Engine) produceReady(ctx context.Context) error {
 			return err // nil proc: the commit aborted and the batch was rewound
 		}
 	}
-	for res, ok := e.batch.proc.Next(); ok; res, ok = e.batch.proc.Next() {
+	for e.batch.handed < e.opts.Commit.MaxRecords {
+		res, ok := e.batch.proc.Next()
+		if !ok {
+			break
+		}
 		e.batch.handOut(res.Lane)
 		if err := e.emit(ctx, res); err != nil {
 			return e.produceFailed(ctx, err)

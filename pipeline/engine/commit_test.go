@@ -117,3 +117,47 @@ func TestShutdownCommitsWhatFinishedBeforeWaitingForAnUpload(t *testing.T) {
 		t.Errorf("report %+v, want 20 committed per partition", rep)
 	}
 }
+
+// commit.max_records caps every transaction, also when the records held
+// behind an upload all finish at once: raw[0]'s 16 records after key-3,
+// collected while it was held, go into transactions of 4 records at most,
+// in the loop and in the shutdown's final flush alike.
+func TestMaxRecordsCapsEveryTransaction(t *testing.T) {
+	for _, shutdown := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loop", true: "shutdown"}[shutdown], func(t *testing.T) {
+			g := gate{key: "key-3", open: make(chan struct{}), finished: make(chan struct{}, 64)}
+			h := filled(t, dlt.Rules{}, pipeline.Chain{g}, 20, p0, p1)
+			h.opts.Commit = Commit{Interval: time.Hour, MaxRecords: 4, MaxBytes: 1 << 30}
+			if shutdown {
+				h.opts.Until = nil
+			}
+			stopping, opened := false, false
+			rep, err := h.run(func() bool {
+				switch {
+				case opened:
+					return shutdown
+				case stopping:
+					opened = true // after the cancel: the final flush finds them
+					close(g.open)
+				case h.m.get(func(m *fakeMetrics) int { return m.in }) == 40 && h.b.committedAt(p1) == 20:
+					if !shutdown {
+						opened = true
+						close(g.open)
+					}
+					stopping = shutdown
+				}
+				return stopping
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.exactlyOnce(map[Partition]int{p0: 20, p1: 20})
+			if rep.Committed[p0] != 20 || rep.Committed[p1] != 20 {
+				t.Errorf("report %+v, want 20 committed per partition", rep)
+			}
+			if h.ses.largest > 4 {
+				t.Errorf("a transaction produced %d records, want 4 at most (commit.max_records)", h.ses.largest)
+			}
+		})
+	}
+}

@@ -247,6 +247,7 @@ type session struct {
 	txn     []*pipeline.Record
 	commits int
 	aborts  int
+	largest int // the most records a committed transaction produced
 	fail    func(commit int) (err error, applied bool)
 	// produceFail, when set, is asked before each Produce whether it fails.
 	produceFail func(produce int) error
@@ -299,6 +300,7 @@ func (s *session) Commit(_ context.Context, offsets []Offset) error {
 		err, applied = s.fail(s.commits)
 	}
 	if applied {
+		s.largest = max(s.largest, len(s.txn))
 		s.b.mu.Lock()
 		for _, r := range s.txn {
 			p := Partition{Topic: r.Topic, Partition: r.Partition}
