@@ -250,19 +250,21 @@ func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
 
 // TestTwoInstancesShareTheGroup: two daemons in one group split the partitions
 // and both commit; then one gets SIGTERM while records keep coming, commits what
-// it holds, leaves, and the other takes over. Every record appears once, in order.
+// it holds, leaves, and the other takes over. Every record appears once, in
+// order. They use the default assignor, cooperative-sticky, whose rebalances
+// are incremental: the partitions that move are committed before they go, so
+// no rebalance aborts a transaction, and the partitions kept go on.
 func TestTwoInstancesShareTheGroup(t *testing.T) {
 	t.Parallel()
-	twoInstancesShareTheGroup(t, "", 8000)
+	twoInstancesShareTheGroup(t, "", 4000)
 }
 
-// TestTwoCooperativeInstancesShareTheGroup: the same with cooperative-sticky,
-// whose rebalances are incremental: the partitions that move are committed
-// before they go, so no rebalance aborts a transaction, and the partitions
-// kept go on.
-func TestTwoCooperativeInstancesShareTheGroup(t *testing.T) {
+// TestTwoEagerInstancesShareTheGroup: the same with the eager range
+// assignor, whose rebalances revoke every partition: the batch in hand is
+// aborted and read again by the next owner.
+func TestTwoEagerInstancesShareTheGroup(t *testing.T) {
 	t.Parallel()
-	twoInstancesShareTheGroup(t, "cooperative-sticky", 4000)
+	twoInstancesShareTheGroup(t, "range", 8000)
 }
 
 // twoInstancesShareTheGroup runs two instances of one pipeline (with the
@@ -299,7 +301,7 @@ func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 		out := waitForMetric(t, base, "offloader_records_out_total", positive, 60*time.Second)
 		t.Logf("%s instance: %v transactions, %v records so far", name, n, out)
 	}
-	if assignor == "cooperative-sticky" {
+	if assignor == "" {
 		// The second instance's arrival revoked some of the first's
 		// partitions: committed first, never aborted.
 		if aborts := metric(t, aURL, "offloader_transactions_aborted_total"); aborts != 0 {
@@ -321,7 +323,7 @@ func twoInstancesShareTheGroup(t *testing.T, assignor string, n int) {
 	}
 
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
-	if assignor == "cooperative-sticky" {
+	if assignor == "" {
 		if aborts := metric(t, bURL, "offloader_transactions_aborted_total"); aborts != 0 {
 			t.Errorf("the second instance aborted %v transactions, want 0: it only gained partitions", aborts)
 		}

@@ -131,6 +131,9 @@ func consumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	if p.TransactionalID != "" {
 		defaults["group.instance.id"] = p.TransactionalID
 	}
+	if p.Assignor != "" {
+		defaults["partition.assignment.strategy"] = p.Assignor
+	}
 	for k, v := range consumerDefaults {
 		defaults[k] = v
 	}
