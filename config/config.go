@@ -128,9 +128,10 @@ type Kafka struct {
 	// those offloader sets itself for exactly-once are refused.
 	Consumer map[string]string `key:"consumer"`
 	// Producer holds librdkafka producer properties, likewise. Its
-	// transaction.timeout.ms is 30s unless set (librdkafka's own default is a
-	// minute): an instance that dies with a transaction open holds
-	// read_committed readers of its partitions until it times out.
+	// transaction.timeout.ms is 10s unless set (librdkafka's own default is a
+	// minute; Kafka Streams' for exactly-once 10s): an instance that dies with
+	// a transaction open holds read_committed readers of its partitions until
+	// it times out.
 	Producer map[string]string `key:"producer"`
 	// TransactionalID must be stable for one instance across restarts and unique
 	// among live instances. Default: offloader-<pipeline>-<hostname>.

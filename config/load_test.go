@@ -72,18 +72,18 @@ func TestLoadFillsDefaultsAndTypedParts(t *testing.T) {
 	}
 }
 
-// The producer's transaction.timeout.ms is 30 s when the file leaves it
+// The producer's transaction.timeout.ms is 10 s when the file leaves it
 // unset (not librdkafka's minute: a dead instance's readers wait that long),
 // more when the commit interval needs it, and the file's own value when set.
-func TestTransactionTimeoutDefaultsToThirtySeconds(t *testing.T) {
+func TestTransactionTimeoutDefaultsToTenSeconds(t *testing.T) {
 	for _, c := range []struct {
 		extra string
 		want  time.Duration
 	}{
-		{"", 30 * time.Second},
-		{"    commit: {interval: 15s}\n", 35 * time.Second},
-		{"    commit: {interval: 14s}\n", 30 * time.Second},
-		{"    kafka: {bootstrap_servers: \"127.0.0.1:19092\", producer: {transaction.timeout.ms: 10000}}\n", 10 * time.Second},
+		{"", 10 * time.Second},
+		{"    commit: {interval: 5s}\n", 15 * time.Second},
+		{"    commit: {interval: 4s}\n", 10 * time.Second},
+		{"    kafka: {bootstrap_servers: \"127.0.0.1:19092\", producer: {transaction.timeout.ms: 20000}}\n", 20 * time.Second},
 	} {
 		body := minimal + c.extra
 		if strings.Contains(c.extra, "kafka:") {

@@ -47,13 +47,13 @@ const defaultMaxPollInterval = 300 * time.Second
 // a transaction open holds read_committed readers of its partitions until it
 // times out (unless its transactional.id starts again and fences it at once),
 // so the shorter, the sooner they read on: librdkafka's own default is 60 s,
-// Kafka Streams' for exactly-once 10 s. It is not shorter because a
-// transaction still open when the broker's coordinator comes back from a
-// restart past its timeout is aborted with an epoch bump, which librdkafka
-// reports as the producer being fenced (fatal: the instance stops, as it
-// would for a twin); 30 s rides out a broker crash (10-17 s, the broker's
-// session timeout) with room.
-const DefaultTransactionTimeout = 30 * time.Second
+// Kafka Streams' for exactly-once 10 s, as here. A transaction still open
+// when its coordinator comes back from a broker restart past the timeout is
+// aborted with an epoch bump, which librdkafka reports as the producer being
+// fenced: the instance replaces its producer and reprocesses the batch from
+// its last commit (a second fencing within minutes stops it, as a twin's
+// would).
+const DefaultTransactionTimeout = 10 * time.Second
 
 // defaultTransactionTimeout is transaction.timeout.ms when the pipeline file
 // leaves it unset: DefaultTransactionTimeout, or, when commit.interval is

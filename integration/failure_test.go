@@ -447,6 +447,21 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 // daemon works: the daemon rides it out (aborting and reprocessing what the
 // restart cut) and every record appears once.
 func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
+	brokerRestart(t, 0)
+}
+
+// TestABrokerAwayLongerThanTheTransactionTimeout: the same with the broker
+// away 15 s, past the default transaction.timeout.ms of 10 s. Back, the
+// broker aborts the transaction left open by bumping the producer's epoch,
+// which librdkafka reports as the producer fenced: the daemon replaces its
+// producer and goes on instead of stopping as it would for a twin.
+func TestABrokerAwayLongerThanTheTransactionTimeout(t *testing.T) {
+	brokerRestart(t, 15*time.Second)
+}
+
+// brokerRestart runs a pipeline while the broker stops, stays away for
+// away, and starts again.
+func brokerRestart(t *testing.T, away time.Duration) {
 	raw, slim, root, cfg := filesystemPipeline(t, "restart", 2)
 	recs := numberedRecords(6000, 2, 10, 100<<10, 2000)
 	produceRecords(t, raw, recs)
@@ -460,6 +475,7 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 		t.Logf("the broker stopped with %d of %d payloads stored", n, len(recs)/10)
 	}
 	t.Cleanup(func() { services(t, "start", "kafka") })
+	time.Sleep(away) // the outage itself: nothing to wait on
 	services(t, "start", "kafka")
 	if err := waitForBroker(60 * time.Second); err != nil {
 		t.Fatalf("the broker did not come back: %v", err)
@@ -494,6 +510,9 @@ func TestBrokerRestartLosesAndDuplicatesNothing(t *testing.T) {
 	// daemon then rejoins with the same group.instance.id.
 	if n := strings.Count(out, "rejoining with the same group.instance.id"); n > 0 {
 		t.Logf("the daemon rejoined its group %d time(s) after being fenced as a static member", n)
+	}
+	if n := strings.Count(out, "the transactional producer was fenced: replacing it"); n > 0 {
+		t.Logf("the daemon replaced its fenced producer %d time(s)", n)
 	}
 	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {

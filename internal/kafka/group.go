@@ -35,6 +35,8 @@ type Group struct {
 	rejoined, refreshed time.Time
 	// fatal is an error met in the rebalance callback, returned by the next Poll.
 	fatal error
+	// refused: the broker refused the member for its assignor, and it was said.
+	refused bool
 	// explain turns a fatal client error into the instance's fatal error.
 	explain func(what string, err error) error
 }
@@ -234,9 +236,16 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 			}
 			return nil, g.explain("consumer", e)
 		}
-		if transient(e) {
+		switch {
+		case e.Code() == kafka.ErrInconsistentGroupProtocol:
+			if !g.refused {
+				g.refused = true // librdkafka asks again and again: said once
+				g.log.Warn("the broker refuses this member: the group's members use another partition.assignment.strategy (an eager one and a cooperative one never mix); this instance joins once they use the same as its own, so set kafka.consumer partition.assignment.strategy to theirs, or stop them",
+					zap.Any("partition.assignment.strategy", g.strategy()), zap.Error(e))
+			}
+		case transient(e):
 			g.log.Debug("consumer error", zap.Error(e))
-		} else {
+		default:
 			g.log.Warn("consumer error", zap.Error(e))
 		}
 	}
@@ -396,4 +405,9 @@ func toRecord(m *kafka.Message) *pipeline.Record {
 		}
 	}
 	return r
+}
+
+// strategy is the consumer's partition.assignment.strategy.
+func (g *Group) strategy() any {
+	return (*consumerConfig(g.p, g.plan))["partition.assignment.strategy"]
 }

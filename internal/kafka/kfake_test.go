@@ -267,6 +267,59 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	}
 }
 
+// A producer fenced the first time is replaced by Abort, and the next
+// transaction commits; fenced again within rejoinWindow, the instance stops.
+// Here a twin with the same transactional.id fences it, as a broker back from
+// a restart does when it aborts a transaction that outlived its timeout.
+func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
+	bootstrap := startBroker(t, "raw", "slim")
+	session, m := connect(t, bootstrap, "fenced")
+	ctx := context.Background()
+	twin := func() {
+		t.Helper()
+		p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "transactional.id": "offloader-fenced", "enable.metrics.push": false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if err := p.InitTransactions(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	transaction := func(value string) error {
+		t.Helper()
+		if err := session.Begin(ctx); err != nil {
+			return err
+		}
+		if err := session.Produce(ctx, &pipeline.Record{Value: []byte(value)}, "slim", 0); err != nil {
+			return err
+		}
+		return session.Commit(ctx, nil)
+	}
+	twin()
+	err := transaction("fenced")
+	var abort *engine.AbortError
+	if !errors.As(err, &abort) || !abort.Unsure {
+		t.Fatalf("the first fencing gave %v, want an AbortError, Unsure", err)
+	}
+	if err := session.Abort(ctx); err != nil {
+		t.Fatalf("Abort after the first fencing: %v", err)
+	}
+	if got := m.n.Load(); got != 1 {
+		t.Errorf("producers_replaced_total %v, want 1", got)
+	}
+	if err := transaction("committed"); err != nil {
+		t.Fatalf("the replacement's transaction: %v", err)
+	}
+	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+		t.Errorf("slim holds %v read committed, want only the replacement's record", got)
+	}
+	twin()
+	if err := transaction("fenced again"); !errors.Is(err, engine.ErrFatal) || !errors.Is(err, errFenced) {
+		t.Fatalf("a second fencing within %s gave %v, want ErrFatal, fenced", rejoinWindow, err)
+	}
+}
+
 // A broker answering EndTxn with INVALID_TXN_STATE leaves librdkafka's
 // producer fatally broken (librdkafka issue #4849, seen after a rebalance).
 // Abort then replaces the producer rather than stopping the instance: the

@@ -49,10 +49,14 @@ type Session struct {
 	// slowCallAfter, shorter in tests.
 	stuckGrace, slowAfter time.Duration
 	// stuck is the call the producer is stuck in, if any: Abort replaces it.
-	stuck   *stuckError
-	msg     kafka.Message  // reused by Produce
-	headers []kafka.Header // msg's headers, reused too
-	topic   *string        // the topic of the last Produce, reused while it stays the same
+	stuck *stuckError
+	// fenced: the producer was fenced, and Abort replaces it; refenced is
+	// when a fenced producer was last replaced (producerFatal).
+	fenced   bool
+	refenced time.Time
+	msg      kafka.Message  // reused by Produce
+	headers  []kafka.Header // msg's headers, reused too
+	topic    *string        // the topic of the last Produce, reused while it stays the same
 }
 
 // Counter counts an event; a Prometheus counter is one.
@@ -205,15 +209,21 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 // fencing: librdkafka turns a broker's INVALID_TXN_STATE answer to EndTxn
 // into a fatal error (seen right after a rebalance; librdkafka issue #4849),
 // yet a new producer with the same transactional.id aborts the transaction as
-// well as a restart of the instance would. A fenced producer is not replaced:
-// that would fence the instance that took its place.
+// well as a restart of the instance would. A fenced producer is replaced
+// once in rejoinWindow (producerFatal), never twice: that would fence the
+// instance that took its place.
 func (s *Session) Abort(ctx context.Context) error {
 	if s.stuck != nil {
 		return s.replaceStuck(ctx)
 	}
+	if s.fenced {
+		return s.replaceFenced(ctx)
+	}
 	err := s.txnCall(ctx, "AbortTransaction", max(s.callTimeout()/2, 5*time.Second), s.producer.AbortTransaction)
 	var abort *engine.AbortError
 	switch {
+	case s.fenced:
+		return s.replaceFenced(ctx)
 	case errors.As(err, &abort):
 		if s.stuck != nil {
 			return s.replaceStuck(ctx)
@@ -241,6 +251,17 @@ func (s *Session) Abort(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// replaceFenced replaces a fenced producer (producerFatal).
+func (s *Session) replaceFenced(ctx context.Context) error {
+	s.fenced = false
+	s.log.Warn("the transactional producer was fenced: replacing it; the batch is reprocessed from the group's committed offsets (a broker back from a restart aborts a transaction that outlived transaction.timeout.ms by bumping the producer's epoch, which reads as a fencing; fenced again within "+rejoinWindow.String()+", the instance stops, as another instance then has its transactional.id)",
+		zap.Duration("transaction_timeout", s.p.TransactionTimeout))
+	old := s.producer
+	s.producer = nil
+	go old.Close() // a fatal client's Close may wait on its queue
+	return s.replaceProducer(ctx)
 }
 
 // replaceStuck replaces a producer stuck in a call. The stuck producer is
@@ -336,7 +357,7 @@ func (s *Session) Produce(ctx context.Context, rec *pipeline.Record, topic strin
 			// records until it is aborted.
 			return &engine.AbortError{Err: fmt.Errorf("producing: %w (the transaction failed and must be aborted)", err)}
 		}
-		return s.fatalError(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value)), err)
+		return s.producerFatal(fmt.Sprintf("producing %s/%d@%d to %s (%d value bytes)", rec.Topic, rec.Partition, rec.Offset, topic, len(rec.Value)), err)
 	}
 }
 
@@ -402,7 +423,7 @@ func (s *Session) txnCall(ctx context.Context, what string, timeout time.Duratio
 		}
 		switch {
 		case kerr.IsFatal():
-			return s.fatalError(what, err)
+			return s.producerFatal(what, err)
 		case kerr.TxnRequiresAbort():
 			return &engine.AbortError{Err: fmt.Errorf("%s: %w", what, err)}
 		case kerr.IsRetriable() || kerr.IsTimeout():
@@ -462,6 +483,33 @@ func (s *Session) watchCalls(stop <-chan struct{}) {
 	}
 }
 
+// producerFatal is the outcome of the producer's fatal error err in what.
+// A fencing is seldom a twin: a broker back from a restart aborts a
+// transaction left open past transaction.timeout.ms by bumping the
+// producer's epoch, which librdkafka reports as the producer fenced. So the
+// first fencing in rejoinWindow is an abort, Unsure (the group's committed
+// offsets say where to resume), after which Abort replaces the producer; a
+// second one is a twin's, and stops the instance (fatalError).
+func (s *Session) producerFatal(what string, err error) error {
+	cause := err
+	if s.producer != nil {
+		if c := s.producer.GetFatalError(); c != nil {
+			cause = c
+		}
+	}
+	var kerr kafka.Error
+	if errors.As(cause, &kerr) && producerFenced(kerr.Code()) && (s.refenced.IsZero() || time.Since(s.refenced) > rejoinWindow) {
+		s.fenced, s.refenced = true, time.Now()
+		return &engine.AbortError{Err: fmt.Errorf("%s: %w", what, cause), Unsure: true}
+	}
+	return s.fatalError(what, err)
+}
+
+// producerFenced reports whether code says that the producer was fenced.
+func producerFenced(code kafka.ErrorCode) bool {
+	return code == kafka.ErrFenced || code == kafka.ErrProducerFenced || code == kafka.ErrInvalidProducerEpoch
+}
+
 // fatalError is the error that stops the instance after a fatal Kafka error
 // in what: librdkafka's own cause rather than its generic "Local: Fatal
 // error", and, when this instance was fenced, who fenced it and what to change.
@@ -476,12 +524,8 @@ func (s *Session) fatalError(what string, err error) error {
 		}
 	}
 	if errors.As(err, &kerr) {
-		switch kerr.Code() {
-		case kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch, kafka.ErrFencedInstanceID:
-			return s.fenced(what, err)
-		}
-		if fencedStatic(kerr) {
-			return s.fenced(what, err)
+		if producerFenced(kerr.Code()) || kerr.Code() == kafka.ErrFencedInstanceID || fencedStatic(kerr) {
+			return s.fencedError(what, err)
 		}
 	}
 	return fmt.Errorf("%w: %s: %w", engine.ErrFatal, what, err)
@@ -491,8 +535,8 @@ func (s *Session) fatalError(what string, err error) error {
 // identity.
 var errFenced = errors.New("fenced")
 
-// fenced is the error of an instance fenced by another with its identity.
-func (s *Session) fenced(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME (if no other instance has it, the broker aborted this one's transaction for outliving transaction.timeout.ms, %s, while its coordinator was away: started again, the instance resumes from its last commit): %w",
-		engine.ErrFatal, what, errFenced, s.p.TransactionalID, s.p.Name, s.p.TransactionTimeout, err)
+// fencedError is the error of an instance fenced by another with its identity.
+func (s *Session) fencedError(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w: another instance started with this one's transactional.id and group.instance.id %q, so this one stops; give each instance its own kafka.transactional_id, such as OFFLOADER_KAFKA__TRANSACTIONAL_ID=offloader-%s-$HOSTNAME: %w",
+		engine.ErrFatal, what, errFenced, s.p.TransactionalID, s.p.Name, err)
 }

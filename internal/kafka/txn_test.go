@@ -132,7 +132,8 @@ func TestTxnCallTimingOutByItselfIsNotStuck(t *testing.T) {
 }
 
 // Retriable errors are retried within the call's timeout, and fatal ones stop
-// the instance.
+// the instance. A fencing is an abort the first time (Abort replaces the
+// producer), and stops the instance when it comes again within rejoinWindow.
 func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
 	r := testSession()
 	calls := 0
@@ -146,9 +147,24 @@ func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
 		t.Fatalf("got %v after %d calls, want success on the third", err, calls)
 	}
 	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, func(context.Context) error {
-		return kafka.NewError(kafka.ErrFenced, "fenced", true)
+		return kafka.NewError(kafka.ErrFatal, "broken", true)
 	})
 	if !errors.Is(err, engine.ErrFatal) {
 		t.Fatalf("a fatal client error gave %v, want ErrFatal", err)
+	}
+	fence := func(context.Context) error { return kafka.NewError(kafka.ErrFenced, "fenced", true) }
+	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, fence)
+	var abort *engine.AbortError
+	if !errors.As(err, &abort) || !abort.Unsure || !r.fenced {
+		t.Fatalf("a first fencing gave %v (fenced %v), want an AbortError, Unsure, with the producer to replace", err, r.fenced)
+	}
+	r.fenced = false // as Abort's replacement does
+	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, fence)
+	if !errors.Is(err, engine.ErrFatal) || !errors.Is(err, errFenced) || r.fenced {
+		t.Fatalf("a second fencing within %s gave %v (fenced %v), want ErrFatal: another instance has this one's identity", rejoinWindow, err, r.fenced)
+	}
+	r.refenced = time.Now().Add(-rejoinWindow - time.Second)
+	if err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, fence); !errors.As(err, &abort) {
+		t.Fatalf("a fencing %s after the last gave %v, want an AbortError", rejoinWindow, err)
 	}
 }
