@@ -60,12 +60,11 @@ written after start-up stay for the next run. It prints, per partition, the
 end offset and the records this run committed. Records still waiting on a
 retry topic are not waited for.
 
-Rebalancing: the default assignor is cooperative-sticky: partitions that
-move are committed up to the batch in hand before they are given up, and the
-partitions kept go on without a rewind. A group whose members use an eager
-assignor (range) is joined with it, so that a rolling upgrade works; once the
-group is empty, the next start uses cooperative-sticky.
-kafka.consumer: {partition.assignment.strategy: ...} sets one. /readyz answers 200 only once partitions are assigned.
+Rebalancing: the default eager assignor and cooperative-sticky
+(kafka.consumer: {partition.assignment.strategy: cooperative-sticky}) both
+work. With cooperative-sticky, partitions that move are committed up to the
+batch in hand before they are given up, and the partitions kept go on without
+a rewind. /readyz answers 200 only once partitions are assigned.
 
 On SIGTERM/SIGINT it stops polling, commits the batch in hand (within 30s),
 closes its Kafka clients (given 10s; past that it goes on without them) and

@@ -5,7 +5,7 @@
 // configuration builder per client kind (config.go); the group Source and
 // transactional Session the engine (pipeline/engine) runs against, with the
 // stuck-call watchdog that replaces a stuck producer (group.go, session.go,
-// ends.go), and the choice of the group's assignor (assignor.go); the admin calls (inspect.go: the survey; createtopics.go,
+// ends.go); the admin calls (inspect.go: the survey; createtopics.go,
 // topics.go: topic creation; groups.go: group offsets); the Reader that
 // never skips (reader.go) and the ports it serves (topiclog.go for gc,
 // clusterlog.go for migration); the removal of a static member (leave.go);
@@ -130,9 +130,6 @@ func consumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	defaults := kafka.ConfigMap{}
 	if p.TransactionalID != "" {
 		defaults["group.instance.id"] = p.TransactionalID
-	}
-	if p.Assignor != "" {
-		defaults["partition.assignment.strategy"] = p.Assignor
 	}
 	for k, v := range consumerDefaults {
 		defaults[k] = v

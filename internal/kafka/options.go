@@ -19,9 +19,6 @@ type Pipeline struct {
 	// consumer's group.instance.id unless Consumer sets one.
 	TransactionalID string
 	Group           string
-	// Assignor is the group consumer's partition.assignment.strategy unless
-	// Consumer sets one; Connect chooses it (groupAssignor).
-	Assignor        string
 	SourceTopics    []string
 	SlimTopic       string
 	RetryTopics     []string

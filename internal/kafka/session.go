@@ -100,20 +100,11 @@ const minCallTimeout = 30 * time.Second
 
 // Connect creates the pipeline's consumer and transactional producer and
 // initialises transactions, which fences any earlier producer with the same
-// transactional.id and aborts its open transaction. Unless the user's
-// properties set partition.assignment.strategy, the consumer joins with
-// DefaultAssignor, or with the eager one the group's members use.
+// transactional.id and aborts its open transaction.
 //
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
 func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, m SessionMetrics) (*Group, *Session, error) {
-	if p.Group != "" && !setByUser(p.Consumer, "partition.assignment.strategy") {
-		assignor, err := groupAssignor(ctx, p, log)
-		if err != nil {
-			return nil, nil, err
-		}
-		p.Assignor = assignor
-	}
 	s := &Session{p: p, plan: plan, log: log, replaced: m.Replaced, callSeconds: m.CallSeconds, stuckGrace: stuckGrace, slowAfter: slowCallAfter,
 		away: &outages{}}
 	producer, err := s.newProducer(ctx)
