@@ -28,8 +28,6 @@ func TestAFencedStaticMemberRejoinsOnce(t *testing.T) {
 	intruder, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": txid,
 		"enable.auto.commit": false, "session.timeout.ms": 10000,
-		// The group's assignor: the broker refuses a member of another.
-		"partition.assignment.strategy": "cooperative-sticky",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -267,10 +267,12 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	}
 }
 
-// A producer fenced the first time is replaced by Abort, and the next
-// transaction commits; fenced again within rejoinWindow, the instance stops.
-// Here a twin with the same transactional.id fences it, as a broker back from
-// a restart does when it aborts a transaction that outlived its timeout.
+// A producer fenced in a transaction open past transaction.timeout.ms is
+// replaced by Abort, and the next transaction commits; fenced so again
+// within rejoinWindow, or fenced in a younger transaction (by a twin), the
+// instance stops. Here a twin with the same transactional.id fences it, and
+// the transaction is made to look old, as one is when a broker back from a
+// restart aborts it for its timeout.
 func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
 	bootstrap := startBroker(t, "raw", "slim")
 	session, m := connect(t, bootstrap, "fenced")
@@ -286,18 +288,20 @@ func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	transaction := func(value string) error {
+	session.p.TransactionTimeout = 10 * time.Second
+	transaction := func(value string, age time.Duration) error {
 		t.Helper()
 		if err := session.Begin(ctx); err != nil {
 			return err
 		}
+		session.began = time.Now().Add(-age)
 		if err := session.Produce(ctx, &pipeline.Record{Value: []byte(value)}, "slim", 0); err != nil {
 			return err
 		}
 		return session.Commit(ctx, nil)
 	}
 	twin()
-	err := transaction("fenced")
+	err := transaction("fenced", 11*time.Second)
 	var abort *engine.AbortError
 	if !errors.As(err, &abort) || !abort.Unsure {
 		t.Fatalf("the first fencing gave %v, want an AbortError, Unsure", err)
@@ -308,14 +312,14 @@ func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
 	if got := m.n.Load(); got != 1 {
 		t.Errorf("producers_replaced_total %v, want 1", got)
 	}
-	if err := transaction("committed"); err != nil {
+	if err := transaction("committed", 0); err != nil {
 		t.Fatalf("the replacement's transaction: %v", err)
 	}
 	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
 		t.Errorf("slim holds %v read committed, want only the replacement's record", got)
 	}
 	twin()
-	if err := transaction("fenced again"); !errors.Is(err, engine.ErrFatal) || !errors.Is(err, errFenced) {
+	if err := transaction("fenced again", 11*time.Second); !errors.Is(err, engine.ErrFatal) || !errors.Is(err, errFenced) {
 		t.Fatalf("a second fencing within %s gave %v, want ErrFatal, fenced", rejoinWindow, err)
 	}
 }

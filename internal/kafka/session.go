@@ -51,12 +51,13 @@ type Session struct {
 	// stuck is the call the producer is stuck in, if any: Abort replaces it.
 	stuck *stuckError
 	// fenced: the producer was fenced, and Abort replaces it; refenced is
-	// when a fenced producer was last replaced (producerFatal).
-	fenced   bool
-	refenced time.Time
-	msg      kafka.Message  // reused by Produce
-	headers  []kafka.Header // msg's headers, reused too
-	topic    *string        // the topic of the last Produce, reused while it stays the same
+	// when a fenced producer was last replaced, and began when the last
+	// transaction began (producerFatal).
+	fenced          bool
+	refenced, began time.Time
+	msg             kafka.Message  // reused by Produce
+	headers         []kafka.Header // msg's headers, reused too
+	topic           *string        // the topic of the last Produce, reused while it stays the same
 }
 
 // Counter counts an event; a Prometheus counter is one.
@@ -170,6 +171,7 @@ func (s *Session) logEvents(producer *kafka.Producer) {
 
 // Begin opens a transaction.
 func (s *Session) Begin(ctx context.Context) error {
+	s.began = time.Now()
 	return s.txnCall(ctx, "BeginTransaction", s.callTimeout(), func(context.Context) error { return s.producer.BeginTransaction() })
 }
 
@@ -200,9 +202,10 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 // fencing: librdkafka turns a broker's INVALID_TXN_STATE answer to EndTxn
 // into a fatal error (seen right after a rebalance; librdkafka issue #4849),
 // yet a new producer with the same transactional.id aborts the transaction as
-// well as a restart of the instance would. A fenced producer is replaced
-// once in rejoinWindow (producerFatal), never twice: that would fence the
-// instance that took its place.
+// well as a restart of the instance would. A producer fenced after its
+// transaction outlived transaction.timeout.ms is replaced, once in
+// rejoinWindow (producerFatal); one fenced by a twin is not: that would fence
+// the instance that took its place.
 func (s *Session) Abort(ctx context.Context) error {
 	if s.stuck != nil {
 		return s.replaceStuck(ctx)
@@ -247,7 +250,7 @@ func (s *Session) Abort(ctx context.Context) error {
 // replaceFenced replaces a fenced producer (producerFatal).
 func (s *Session) replaceFenced(ctx context.Context) error {
 	s.fenced = false
-	s.log.Warn("the transactional producer was fenced: replacing it; the batch is reprocessed from the group's committed offsets (a broker back from a restart aborts a transaction that outlived transaction.timeout.ms by bumping the producer's epoch, which reads as a fencing; fenced again within "+rejoinWindow.String()+", the instance stops, as another instance then has its transactional.id)",
+	s.log.Warn("the transactional producer was fenced after its transaction outlived transaction.timeout.ms: replacing it; the batch is reprocessed from the group's committed offsets (a broker back from a restart aborts such a transaction by bumping the producer's epoch, which reads as a fencing; fenced again within "+rejoinWindow.String()+", or fenced in a younger transaction, the instance stops, as another instance then has its transactional.id)",
 		zap.Duration("transaction_timeout", s.p.TransactionTimeout))
 	old := s.producer
 	s.producer = nil
@@ -475,12 +478,15 @@ func (s *Session) watchCalls(stop <-chan struct{}) {
 }
 
 // producerFatal is the outcome of the producer's fatal error err in what.
-// A fencing is seldom a twin: a broker back from a restart aborts a
-// transaction left open past transaction.timeout.ms by bumping the
-// producer's epoch, which librdkafka reports as the producer fenced. So the
-// first fencing in rejoinWindow is an abort, Unsure (the group's committed
-// offsets say where to resume), after which Abort replaces the producer; a
-// second one is a twin's, and stops the instance (fatalError).
+// A fencing is a twin's (another instance started with this one's
+// transactional.id), unless the transaction had been open for
+// transaction.timeout.ms: a broker back from a restart aborts a transaction
+// left open past its timeout by bumping the producer's epoch, which
+// librdkafka reports as the producer fenced too. That one is an abort,
+// Unsure (the group's committed offsets say where to resume), after which
+// Abort replaces the producer, once in rejoinWindow; a twin's, or a second in
+// rejoinWindow, stops the instance (fatalError): replacing the producer then
+// would fence the twin in turn.
 func (s *Session) producerFatal(what string, err error) error {
 	cause := err
 	if s.producer != nil {
@@ -489,9 +495,10 @@ func (s *Session) producerFatal(what string, err error) error {
 		}
 	}
 	var kerr kafka.Error
-	if errors.As(cause, &kerr) && producerFenced(kerr.Code()) && (s.refenced.IsZero() || time.Since(s.refenced) > rejoinWindow) {
+	timedOut := s.p.TransactionTimeout > 0 && !s.began.IsZero() && time.Since(s.began) >= s.p.TransactionTimeout
+	if errors.As(cause, &kerr) && producerFenced(kerr.Code()) && timedOut && (s.refenced.IsZero() || time.Since(s.refenced) > rejoinWindow) {
 		s.fenced, s.refenced = true, time.Now()
-		return &engine.AbortError{Err: fmt.Errorf("%s: %w", what, cause), Unsure: true}
+		return &engine.AbortError{Err: fmt.Errorf("%s: %w (the transaction was open for %s, past transaction.timeout.ms)", what, cause, time.Since(s.began).Round(time.Millisecond)), Unsure: true}
 	}
 	return s.fatalError(what, err)
 }

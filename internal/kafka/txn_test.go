@@ -132,8 +132,10 @@ func TestTxnCallTimingOutByItselfIsNotStuck(t *testing.T) {
 }
 
 // Retriable errors are retried within the call's timeout, and fatal ones stop
-// the instance. A fencing is an abort the first time (Abort replaces the
-// producer), and stops the instance when it comes again within rejoinWindow.
+// the instance. A fencing of a transaction open past transaction.timeout.ms
+// (the broker's abort of it) is an abort the first time (Abort replaces the
+// producer), and stops the instance when it comes again within rejoinWindow;
+// a fencing of a younger transaction is a twin's, and stops it at once.
 func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
 	r := testSession()
 	calls := 0
@@ -153,6 +155,12 @@ func TestTxnCallRetriesRetriableAndStopsOnFatal(t *testing.T) {
 		t.Fatalf("a fatal client error gave %v, want ErrFatal", err)
 	}
 	fence := func(context.Context) error { return kafka.NewError(kafka.ErrFenced, "fenced", true) }
+	r.p.TransactionTimeout, r.began = 10*time.Second, time.Now().Add(-9*time.Second)
+	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, fence)
+	if !errors.Is(err, engine.ErrFatal) || !errors.Is(err, errFenced) || r.fenced {
+		t.Fatalf("a fencing 9 s into a transaction with a 10 s timeout gave %v (fenced %v), want ErrFatal: only a twin can have fenced it", err, r.fenced)
+	}
+	r.began = time.Now().Add(-11 * time.Second)
 	err = r.txnCall(context.Background(), "CommitTransaction", time.Minute, fence)
 	var abort *engine.AbortError
 	if !errors.As(err, &abort) || !abort.Unsure || !r.fenced {
