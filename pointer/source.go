@@ -20,7 +20,12 @@ var ErrBadSource = errors.New("malformed offloader-source header")
 
 // Source is the value of HeaderSource for a record at these coordinates.
 func Source(topic string, partition int32, offset int64) []byte {
-	b := make([]byte, 0, len(topic)+24)
+	return AppendSource(make([]byte, 0, len(topic)+24), topic, partition, offset)
+}
+
+// AppendSource appends the value of HeaderSource for a record at these
+// coordinates to b.
+func AppendSource(b []byte, topic string, partition int32, offset int64) []byte {
 	b = append(b, topic...)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(partition), 10)

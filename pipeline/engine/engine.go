@@ -71,6 +71,7 @@ type Engine struct {
 	m               Metrics
 	src             Source
 	session         Session
+	sourced         sourced // the record emit produces, made again for each
 	policy          *dlt.Policy
 	intake          dlt.Intake // what a consumed record may claim about itself
 	deadLetterTopic string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,7 +39,7 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 		if res.Out == nil {
 			return nil, nil
 		}
-		rec := withSource(dlt.Clean(res.Out), in) // a retried record that succeeded leaves its retry headers behind
+		rec := e.sourced.of(dlt.Clean(res.Out), in) // a retried record that succeeded leaves its retry headers behind
 		limit := e.opts.SlimLimit
 		if rec.Destination != "" || limit.Bytes <= 0 {
 			return rec, nil
@@ -260,12 +259,30 @@ func (e *Engine) committedOr(start []Offset) ([]Offset, error) {
 	return committed, nil
 }
 
-// withSource is out with the offloader-source header naming in, the source
-// record it came from (for a retried record, the original one), replacing
-// any such header out had.
-func withSource(out, in *pipeline.Record) *pipeline.Record {
-	c := out.Clone()
-	c.Headers = slices.DeleteFunc(c.Headers, func(h pipeline.Header) bool { return h.Key == pointer.HeaderSource })
-	c.Headers = append(c.Headers, pipeline.Header{Key: pointer.HeaderSource, Value: pointer.Source(in.Topic, in.Partition, in.Offset)})
-	return c
+// sourced is the record emit produces: a result's output with the
+// offloader-source header naming the source record it came from (for a
+// retried record, the original one), replacing any such header the output
+// had. It is made again in place for each record, as the Session keeps
+// nothing of a record once Produce returns: the usual record costs no
+// allocation. The result's output and input are left as they are (a failure
+// reports the input as it was read).
+type sourced struct {
+	rec     pipeline.Record
+	headers []pipeline.Header
+	value   []byte
+}
+
+// of is out with the offloader-source header naming in, until the next call.
+func (s *sourced) of(out, in *pipeline.Record) *pipeline.Record {
+	s.rec = *out
+	s.headers = s.headers[:0]
+	for _, h := range out.Headers {
+		if h.Key != pointer.HeaderSource {
+			s.headers = append(s.headers, h)
+		}
+	}
+	s.value = pointer.AppendSource(s.value[:0], in.Topic, in.Partition, in.Offset)
+	s.headers = append(s.headers, pipeline.Header{Key: pointer.HeaderSource, Value: s.value})
+	s.rec.Headers = s.headers
+	return &s.rec
 }

@@ -282,7 +282,10 @@ func (s *session) Produce(_ context.Context, rec *pipeline.Record, topic string,
 			return err
 		}
 	}
-	out := rec.Clone()
+	out := rec.Clone() // what it keeps, copied, as librdkafka copies a record
+	for i, h := range out.Headers {
+		out.Headers[i].Value = slices.Clone(h.Value)
+	}
 	out.Topic, out.Partition, out.Destination = topic, max(partition, 0), ""
 	s.txn = append(s.txn, out)
 	return nil

@@ -125,7 +125,7 @@ func (e *Engine) holdUntilDue(rec *pipeline.Record) (bool, error) {
 // resumeDue resumes the held retry partitions whose record is due (those
 // an operator's pause holds too wait for its resume).
 func (e *Engine) resumeDue() error {
-	due := e.ledger.dueBy(e.opts.Now())
+	due := e.ledger.dueBy(e.now) // as of the last poll: reading the clock costs, on some machines as much as the rest of a record's work
 	if err := e.ledger.resume(due, untilDue); err != nil {
 		return fmt.Errorf("%w: resuming retry partitions %v: %w", ErrFatal, due, err)
 	}

@@ -62,7 +62,9 @@ type Session interface {
 	// Begin opens a transaction.
 	Begin(ctx context.Context) error
 	// Produce adds rec to the open transaction, to topic and partition
-	// (AnyPartition: by its key).
+	// (AnyPartition: by its key). It keeps nothing of rec once it returns
+	// (it copies what it keeps): the engine makes the next record in the
+	// same memory.
 	Produce(ctx context.Context, rec *pipeline.Record, topic string, partition int32) error
 	// Commit adds offsets, as the group's committed offsets, to the open
 	// transaction and commits it. An *AbortError means it did not commit (or,
