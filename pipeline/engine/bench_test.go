@@ -69,7 +69,9 @@ func (passQuickly) Apply(_ context.Context, r *pipeline.Record) (*pipeline.Recor
 	return r, nil
 }
 
-func (passQuickly) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) { return r, true, nil }
+func (passQuickly) ApplyQuick(r *pipeline.Record) (*pipeline.Record, bool, error) {
+	return r, true, nil
+}
 
 // benchSource hands out left records on each of parts, in turn, each a new
 // Record (as the Kafka edge makes one per message) sharing value.
@@ -109,7 +111,7 @@ func (s *benchSource) Seek([]Offset) error      { return nil }
 func (s *benchSource) Close() error             { return nil }
 
 func (s *benchSource) Positions(parts []Partition) ([]Offset, error) { return s.at(parts), nil }
-func (s *benchSource) Committed([]Partition) ([]Offset, error)      { return nil, nil }
+func (s *benchSource) Committed([]Partition) ([]Offset, error)       { return nil, nil }
 func (s *benchSource) HighWatermarks(parts []Partition) ([]Offset, error) {
 	var out []Offset
 	for _, p := range parts {
