@@ -226,8 +226,18 @@ azurite_install() {
   command -v npm >/dev/null || die "npm not found: Node.js and npm are needed to install Azurite"
   log "installing Azurite $azurite_version with npm into $azurite_home"
   mkdir -p "$azurite_home"
-  npm install --no-audit --no-fund --loglevel=error --prefix "$azurite_home" "azurite@$azurite_version" >&2 ||
-    die "npm could not install azurite@$azurite_version"
+  local pinned=$root/scripts/azurite
+  if grep -q "\"azurite\": \"$azurite_version\"" "$pinned/package.json"; then
+    # The whole dependency tree as pinned in scripts/azurite/package-lock.json:
+    # resolved afresh, a dependency's newest version may be one the registry
+    # does not serve yet (it happened to @azure/msal-common).
+    cp "$pinned/package.json" "$pinned/package-lock.json" "$azurite_home/"
+    (cd "$azurite_home" && npm ci --no-audit --no-fund --loglevel=error) >&2 ||
+      die "npm could not install azurite@$azurite_version from scripts/azurite/package-lock.json"
+  else
+    npm install --no-audit --no-fund --loglevel=error --prefix "$azurite_home" "azurite@$azurite_version" >&2 ||
+      die "npm could not install azurite@$azurite_version"
+  fi
 }
 
 azurite_start() {
