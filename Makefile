@@ -27,11 +27,13 @@ demo: build
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -tags demo -o bin/offloader-demo ./cmd/offloader
 	bin/offloader-demo demo $(if $(BOOTSTRAP),--brokers $(BOOTSTRAP)) $(DEMO_FLAGS)
 
-## bench: the engine's own work per record (in process), then throughput of
+## bench: the engine's own work per record and the offload path's CPU per GB
+## (in process), then throughput of
 ## the pipeline beside a plain copy loop on the real local broker, and the
 ## daemon's peak RSS (docs/benchmarks.md has figures).
 bench:
 	$(GO) test -run '^$$' -bench PerRecord -benchtime 10x ./pipeline/engine/
+	$(GO) test -run '^$$' -bench OffloadPath -benchtime 2s ./transforms/
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
 
 ## test: vet, format check, unit and integration tests with real Kafka + Azurite
