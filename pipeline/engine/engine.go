@@ -102,7 +102,11 @@ type Engine struct {
 	// counted as consumed: a record below it was read before (a rewind, a
 	// dropped batch, an assignment lost and won back) and is counted again
 	// only as reread.
-	counted map[Partition]int64
+	counted map[Partition]*int64
+	// countedLast is counted's entry of the partition of the record counted
+	// last (records come in runs of one partition): no lookup for the next.
+	countedLast     *int64
+	countedLastPart Partition
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 
@@ -115,7 +119,7 @@ type Engine struct {
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.ledger, e.failures, e.counted = newLedger(e.src), map[Offset]int{}, map[Partition]int64{}
+	e.ledger, e.failures, e.counted = newLedger(e.src), map[Offset]int{}, map[Partition]*int64{}
 	e.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.until = map[Partition]int64{}
@@ -292,12 +296,21 @@ func (e *Engine) pollOnce() error {
 // countIn counts rec as consumed: each source offset once in this
 // process, whatever sent it back to be read again.
 func (e *Engine) countIn(rec *pipeline.Record) {
-	p := Partition{Topic: rec.Topic, Partition: rec.Partition}
-	if next, ok := e.counted[p]; ok && rec.Offset < next {
+	next := e.countedLast
+	if next == nil || e.countedLastPart.Partition != rec.Partition || e.countedLastPart.Topic != rec.Topic {
+		p := Partition{Topic: rec.Topic, Partition: rec.Partition}
+		if next = e.counted[p]; next == nil {
+			next = new(int64)
+			*next = -1 // nothing counted yet
+			e.counted[p] = next
+		}
+		e.countedLast, e.countedLastPart = next, p
+	}
+	if rec.Offset < *next {
 		e.m.Consumed(true)
 		return
 	}
-	e.counted[p] = rec.Offset + 1
+	*next = rec.Offset + 1
 	e.m.Consumed(false)
 }
 
