@@ -49,12 +49,21 @@ type Plan struct {
 // Kafka and the stores, metrics, logs.
 const HeapOverhead = 32 << 20
 
-// HeapLimit is the Go heap a budget of inFlight allows: the batch's and the
-// uploads' shares, which Go holds (the prefetch and the produce queue are
-// librdkafka's, in C), plus HeapOverhead. Collecting when the heap reaches it
-// (GOGC=off, GOMEMLIMIT at it) keeps the garbage of records already produced
-// within the budget too, and makes collections as rare as the budget allows.
-func HeapLimit(inFlight int64) int64 { return inFlight/2 + HeapOverhead }
+// HeapLimit is the Go heap a budget of inFlight allows: the batch's share,
+// plus the uploads' share when encodes (the steps make new buffers of values:
+// an offload that compresses, inline compression, rehydration), plus
+// HeapOverhead; the prefetch and the produce queue are librdkafka's, in C.
+// An uncompressed value on its way to a store is the record's own, in the
+// batch's share. Collecting when the heap reaches the limit (GOGC=off,
+// GOMEMLIMIT at it) keeps the garbage of records already produced within the
+// budget too, and makes collections as rare as the budget allows.
+func HeapLimit(inFlight int64, encodes bool) int64 {
+	limit := inFlight/4 + HeapOverhead
+	if encodes {
+		limit += inFlight / 4
+	}
+	return limit
+}
 
 // MessageSlot is the share of a queue one message is counted at, at least:
 // librdkafka counts a queued message by its key and value alone, but keeps

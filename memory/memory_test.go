@@ -15,8 +15,11 @@ func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
 	}
-	if h := HeapLimit(p.InFlight); h != 160*mib {
-		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
+	if h := HeapLimit(p.InFlight, true); h != 160*mib {
+		t.Errorf("HeapLimit(256MiB, encoding) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
+	}
+	if h := HeapLimit(p.InFlight, false); h != 96*mib {
+		t.Errorf("HeapLimit(256MiB, not encoding) = %d, want the batch's quarter plus HeapOverhead, 96 MiB", h)
 	}
 	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib {
 		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch", total, p.InFlight)
