@@ -317,7 +317,8 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 		"source_partition": strconv.Itoa(int(r.Partition)),
 		"source_offset":    strconv.FormatInt(r.Offset, 10),
 		"pipeline":         o.pipeline,
-		"sha256":           digest,
+		stores.MetaSHA256:  digest,
+		stores.MetaCodec:   o.codec,
 		"created":          time.Now().UTC().Format(time.RFC3339),
 	}
 	if owned {

@@ -15,6 +15,8 @@ import (
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/stores/httpstore"
+	"github.com/offloader/offloader/stores/httpstore/httpstoretest"
 )
 
 // memStore is an in-memory Store whose Put fails with a retryable error the first
@@ -238,5 +240,46 @@ func TestOffloadDecidesOnTheValue(t *testing.T) {
 	out, err := o.Apply(context.Background(), big)
 	if err != nil || !pointer.IsPointer(out.Header) || store.puts != 1 {
 		t.Errorf("Apply on 700 KiB under 400 KiB of headers (1.1 MiB, over the 1 MB limit): %v, %d puts; want it offloaded", err, store.puts)
+	}
+}
+
+// An offload to the HTTP store sends the body's SHA-256, which the server
+// checks: the value's own digest when it is stored as it is (taken from the
+// step, not computed again), the compressed body's when it is compressed.
+// Either way the object reads back as the value.
+func TestOffloadToTheHTTPStoreSendsTheBodysDigest(t *testing.T) {
+	srv := httpstoretest.New(t, false, 0)
+	cfg := httpstore.DefaultConfig()
+	cfg.URL, cfg.AuthToken = srv.URL, httpstoretest.Token
+	hs, err := httpstore.Open("objects", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("offloaded value "), 16<<10) // 256 KiB
+	for i, c := range []string{codec.None, codec.Zstd} {
+		o, err := NewOffload(OffloadConfig{Store: "objects", Threshold: settings.SizeOrAuto(64 * settings.KiB), KeyMode: KeyBySourceOffset, Compression: c},
+			Deps{Pipeline: "orders", Stores: map[string]stores.Store{"objects": hs}, StoreRetry: stores.DefaultRetryPolicy(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := o.Apply(context.Background(), &pipeline.Record{Topic: "raw", Partition: 0, Offset: int64(i), Value: value})
+		if err != nil {
+			t.Fatalf("%s: offload to the HTTP store: %v", c, err)
+		}
+		p, err := pointer.Decode(out.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := hs.Get(context.Background(), p.Key, p.StoredSize)
+		if err != nil {
+			t.Fatalf("%s: reading the object back: %v", c, err)
+		}
+		got := stored
+		if p.Codec != codec.None {
+			got, err = codec.Decode(p.Codec, stored, p.Size)
+		}
+		if err != nil || !bytes.Equal(got, value) {
+			t.Fatalf("%s: the object decodes to %d bytes (%v), want the %d of the value", c, len(got), err, len(value))
+		}
 	}
 }

@@ -275,8 +275,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 	if err := stores.ValidateKey(key); err != nil {
 		return &stores.Error{Store: s.name, Op: "put", Key: key, Kind: stores.Permanent, Err: err}
 	}
-	sum := sha256.Sum256(value)
-	h := http.Header{"Content-Type": {"application/octet-stream"}, headerSHA256: {hex.EncodeToString(sum[:])}, "If-None-Match": {"*"}}
+	h := http.Header{"Content-Type": {"application/octet-stream"}, headerSHA256: {stores.BodySHA256(value, meta)}, "If-None-Match": {"*"}}
 	for k, v := range meta {
 		h.Set(metaPrefix+k, v)
 	}
