@@ -14,7 +14,12 @@
 //   - the producer's queue (queue.buffering.max.kbytes), which holds what
 //     was produced until the broker acknowledges it.
 //
-// Each takes a quarter. Peak RSS is then a fixed overhead (the Go runtime,
+// Each takes a quarter, but for the producer's queue: a sixteenth (at least
+// two of the largest record it may be given) kept the same rate, as the
+// commit every commit.interval drains it anyway, and with 1 KiB records
+// librdkafka held some 50 MiB more for a queue of a quarter of 128 MiB than
+// for one of a sixteenth (docs/benchmarks.md, "The produce queue"). Peak RSS
+// is then a fixed overhead (the Go runtime,
 // librdkafka's threads and buffers, the stores' clients) plus the budget,
 // whatever the partitions. A record larger than a share still goes through,
 // alone: librdkafka returns a partition's first record even over
@@ -122,7 +127,7 @@ func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 		Batch:            quarter,
 		Uploads:          quarter,
 		MaxUploads:       max(1, maxUploads),
-		ProduceQueue:     max(quarter, 2*int64(largestOutput)),
-		ProduceMessages:  int(quarter / MessageSlot),
+		ProduceQueue:     max(inFlight/16, 2*int64(largestOutput)),
+		ProduceMessages:  int(inFlight / 16 / MessageSlot),
 	}
 }

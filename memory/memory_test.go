@@ -11,7 +11,7 @@ const mib = 1 << 20
 func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	p := Split(256*mib, 1, 16, 1_000_000)
 	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: MaxFetch, Batch: 64 * mib,
-		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768}
+		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 16 * mib, ProduceMessages: 8192}
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
 	}
@@ -21,8 +21,8 @@ func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	if h := HeapLimit(p.InFlight, false); h != 96*mib {
 		t.Errorf("HeapLimit(256MiB, not encoding) = %d, want the batch's quarter plus HeapOverhead, 96 MiB", h)
 	}
-	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib {
-		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch", total, p.InFlight)
+	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib-48*mib {
+		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch and the 48 MiB of the produce queue's quarter it leaves", total, p.InFlight)
 	}
 }
 
@@ -57,13 +57,13 @@ func TestSplitDividesTheFetchAmongBrokers(t *testing.T) {
 
 // TestSplitProduceQueueHoldsTheLargestRecord: a produce queue smaller than a
 // record would refuse it for good (librdkafka's queue full), so it holds two
-// of the largest the topics take, even above its quarter.
+// of the largest the topics take, even above its sixteenth.
 func TestSplitProduceQueueHoldsTheLargestRecord(t *testing.T) {
 	if p := Split(16*mib, 1, 4, 8*mib); p.ProduceQueue != 16*mib {
 		t.Fatalf("ProduceQueue = %d, want two 8 MiB records", p.ProduceQueue)
 	}
-	if p := Split(16*mib, 1, 0, 1_000_000); p.ProduceQueue != 4*mib || p.MaxUploads != 1 {
-		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 4 MiB quarter and at least 1 upload", p.ProduceQueue, p.MaxUploads)
+	if p := Split(64*mib, 1, 0, 1_000_000); p.ProduceQueue != 4*mib || p.MaxUploads != 1 {
+		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 4 MiB sixteenth and at least 1 upload", p.ProduceQueue, p.MaxUploads)
 	}
 }
 
