@@ -13,10 +13,11 @@ package stores
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/offloader/offloader/pointer"
 )
 
 // Store holds payloads under keys. Keys are slash-separated relative paths made of
@@ -66,25 +67,24 @@ const MetaWriter = "writer"
 const MetaOwner = "owner"
 
 // MetaSHA256 and MetaCodec are the metadata keys of an offloaded value: the
-// SHA-256 (hex) of the value, and the codec it is stored with (CodecNone:
-// as it is, so that the digest is the stored bytes' too). A store whose
-// protocol sends the body's digest (the HTTP store's X-Offloader-Sha256)
-// takes MetaSHA256 then, instead of reading the value a second time.
+// SHA-256 (hex) of the value, and the codec it is stored with
+// (pointer.CodecNone: as it is, so that the digest is the stored bytes' too).
+// A store whose protocol sends the body's digest (the HTTP store's
+// X-Offloader-Sha256) takes MetaSHA256 then, instead of reading the value a
+// second time.
 const (
 	MetaSHA256 = "sha256"
 	MetaCodec  = "codec"
-	CodecNone  = "none"
 )
 
 // BodySHA256 is the SHA-256 (hex) of value, the body of a Put with meta:
 // meta's MetaSHA256 when meta says the value is stored as it is, else
 // computed.
 func BodySHA256(value []byte, meta Metadata) string {
-	if d := meta[MetaSHA256]; meta[MetaCodec] == CodecNone && len(d) == 2*sha256.Size {
+	if d := meta[MetaSHA256]; meta[MetaCodec] == pointer.CodecNone && len(d) == 2*sha256.Size {
 		return d
 	}
-	sum := sha256.Sum256(value)
-	return hex.EncodeToString(sum[:])
+	return pointer.Digest(sha256.Sum256(value))
 }
 
 // Owner is the MetaOwner value of an object written for the record at these

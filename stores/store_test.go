@@ -2,9 +2,10 @@ package stores
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/offloader/offloader/pointer"
 )
 
 // A Put's body digest is the metadata's sha256 when the metadata says the
@@ -12,17 +13,16 @@ import (
 // no codec, or a digest that is not one.
 func TestBodySHA256TakesTheDigestOfAValueStoredAsItIs(t *testing.T) {
 	value := []byte("payload")
-	sum := sha256.Sum256(value)
-	want := hex.EncodeToString(sum[:])
+	want := pointer.Digest(sha256.Sum256(value))
 	given := strings.Repeat("ab", sha256.Size) // not value's: shows that it was taken
 	for _, c := range []struct {
 		meta Metadata
 		want string
 	}{
-		{Metadata{MetaSHA256: given, MetaCodec: CodecNone}, given},
+		{Metadata{MetaSHA256: given, MetaCodec: pointer.CodecNone}, given},
 		{Metadata{MetaSHA256: given, MetaCodec: "zstd"}, want},
 		{Metadata{MetaSHA256: given}, want},
-		{Metadata{MetaSHA256: "abc", MetaCodec: CodecNone}, want},
+		{Metadata{MetaSHA256: "abc", MetaCodec: pointer.CodecNone}, want},
 		{nil, want},
 	} {
 		if got := BodySHA256(value, c.meta); got != c.want {
