@@ -54,6 +54,9 @@ type Batch struct {
 	// queue is the records waiting for a worker, by lane.
 	queue queue
 
+	// finished is signalled when a worker finishes a record (AwaitProgress).
+	finished chan struct{}
+
 	// uploading and waiting count the records on workers (past the quick
 	// steps: store uploads, mostly) and those waiting for a worker or for
 	// room in Workers.Bytes.
@@ -118,6 +121,7 @@ func NewBatch(ctx context.Context, chain Chain, workers Workers, isolate func(*R
 	}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	b.queue.init()
+	b.finished = make(chan struct{}, 1)
 	context.AfterFunc(b.ctx, b.queue.close) // a broken batch wakes its workers and Add
 	return b
 }
@@ -183,6 +187,10 @@ func (b *Batch) worker() {
 	for j := b.queue.take(); j != nil; j = b.queue.take() {
 		b.run(j)
 		b.queue.done(j)
+		select {
+		case b.finished <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -284,19 +292,18 @@ func (b *Batch) Uploads() (running, waiting int) {
 // Add of a record that needs a worker would wait for a slot.
 func (b *Batch) Full() bool { return b.started && b.queue.full(b.workers.Max) }
 
-// AwaitRoom waits, for up to d, while the batch is Full: until a worker takes
-// a waiting record, or the batch ends.
-func (b *Batch) AwaitRoom(d time.Duration) {
+// AwaitProgress waits, for up to d, until a worker takes a waiting record or
+// finishes one, or the batch ends: for a caller that adds nothing while the
+// batch is Full or holds as many bytes as it may, and waits for room or for a
+// result to hand out.
+func (b *Batch) AwaitProgress(d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	for b.Full() {
-		select {
-		case <-b.queue.freed:
-		case <-timer.C:
-			return
-		case <-b.ctx.Done():
-			return
-		}
+	select {
+	case <-b.queue.freed:
+	case <-b.finished:
+	case <-timer.C:
+	case <-b.ctx.Done():
 	}
 }
 

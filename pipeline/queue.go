@@ -16,7 +16,7 @@ type queue struct {
 	turn    int       // the lane ties start from
 	closed  bool
 	// freed is signalled when a job is taken, for a caller that waits for
-	// room without blocking in put (Batch.AwaitRoom).
+	// room without blocking in put (Batch.AwaitProgress).
 	freed chan struct{}
 }
 

@@ -13,10 +13,12 @@ import (
 // A handoff may leave records still transforming (uploads in flight) in the
 // batch: they go into the next transaction, proc carrying on with them.
 type batch struct {
-	proc  *pipeline.Batch
-	len   int
-	bytes int
-	start time.Time
+	proc *pipeline.Batch
+	// len and bytes count the records collected since the last handoff (the
+	// open transaction's and those in hand), held the bytes of those not
+	// handed out by proc yet: what the batch holds in memory.
+	len, bytes, held int
+	start            time.Time
 	// parts are the partitions of proc's records, by proc lane: a partition
 	// keeps its lane for proc's life, and proc hands out each lane's results
 	// in order.
@@ -69,6 +71,7 @@ func (b *batch) note(rec *pipeline.Record) int {
 	size := len(rec.Key) + len(rec.Value)
 	b.len++
 	b.bytes += size
+	b.held += size
 	p := &b.parts[b.last]
 	p.queue = append(p.queue, entry{rec.Offset, size})
 	return b.last
@@ -76,8 +79,10 @@ func (b *batch) note(rec *pipeline.Record) int {
 
 // handOut counts a result proc handed out of lane.
 func (b *batch) handOut(lane int) {
+	p := &b.parts[lane]
+	b.held -= p.queue[p.handed].size
 	b.handed++
-	b.parts[lane].handed++
+	p.handed++
 }
 
 // split takes the records proc handed out off the batch, as the share of
@@ -130,7 +135,7 @@ func (b *batch) reset() {
 		b.proc.Discard()
 		b.proc = nil
 	}
-	b.len, b.bytes, b.handed, b.last = 0, 0, 0, 0
+	b.len, b.bytes, b.held, b.handed, b.last = 0, 0, 0, 0, 0
 	b.parts = b.parts[:0]
 }
 

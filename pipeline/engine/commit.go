@@ -95,8 +95,7 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 // waits for the rest), that a failure rewound the batch, or, unless final,
 // that nothing is finished to commit and the batch goes on being collected;
 // otherwise the whole batch is to be waited for: all of it is finished, or a
-// failure broke it, or it holds commit.max_bytes with nothing finished, or a
-// store outage is being waited out (its batch commits whole, once the failed
+// failure broke it, or a store outage is being waited out (its batch commits whole, once the failed
 // record passes; nothing of it was produced meanwhile: see produceReady).
 func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final bool) (done bool, _ error) {
 	if e.outage() || ctx.Err() != nil {
@@ -113,9 +112,10 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final 
 		return false, nil // all finished, or a failure that flush handles
 	case e.batch.handed == 0:
 		// Nothing finished to commit: every partition in hand waits for its
-		// first record's upload. The others go on being collected, unless the
-		// batch holds its bytes bound or is to be committed whole now.
-		return !final && e.batch.bytes < e.opts.Commit.MaxBytes, nil
+		// first record's upload. The others go on being collected (up to
+		// commit.max_bytes in hand: see Run), unless the batch is to be
+		// committed whole now.
+		return !final, nil
 	}
 	began := e.batch.start
 	if err := e.commitProduced(ctx); err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,5 +160,61 @@ func TestMaxRecordsCapsEveryTransaction(t *testing.T) {
 				t.Errorf("a transaction produced %d records, want 4 at most (commit.max_records)", h.ses.largest)
 			}
 		})
+	}
+}
+
+// holds keeps each record named in it ("partition/key") in its step until
+// its channel is closed, as a slow upload would; the others pass.
+type holds map[string]chan struct{}
+
+func (h holds) Apply(ctx context.Context, r *pipeline.Record) (*pipeline.Record, error) {
+	if open, ok := h[fmt.Sprintf("%d/%s", r.Partition, r.Key)]; ok {
+		select {
+		case <-open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r, nil
+}
+
+// Records in hand that hold commit.max_bytes stop the reading, not the
+// commits: once raw[0]'s first record finishes its upload, raw[0]'s records
+// are produced and committed while raw[1]'s record held behind it (a second
+// record in the batch, not a partition's first) still uploads. A batch that
+// waited at its bytes bound for all of its records drained every upload and
+// committed nothing until the last of them finished.
+func TestTheBytesBoundCommitsWhatFinishesWithoutDrainingTheUploads(t *testing.T) {
+	a, b := make(chan struct{}), make(chan struct{})
+	h := filled(t, dlt.Rules{}, pipeline.Chain{holds{"0/key-0": a, "1/key-1": b}}, 10, p0, p1)
+	size := len(h.b.logs[p0][0].Key) + len(h.b.logs[p0][0].Value)
+	// Records alternate between the partitions: raw[0]'s key-0 (held), raw[1]'s
+	// key-0, raw[0]'s key-1 (behind key-0), raw[1]'s key-1 (held): with three
+	// records' bytes as the bound, reading stops there.
+	h.opts.Commit = Commit{Interval: time.Millisecond, MaxRecords: 1000, MaxBytes: 3 * size}
+	var heldIn int
+	opened := false
+	rep, err := h.run(func() bool {
+		h.clock.advance(time.Millisecond) // the interval passes while reading stands still
+		if heldIn == 0 && h.b.committedAt(p1) == 1 {
+			heldIn = h.m.get(func(m *fakeMetrics) int { return m.in })
+			close(a)
+		}
+		if !opened && h.b.committedAt(p0) >= 2 { // a batch that waited for all of its records would stand still before this
+
+			opened = true
+			close(b)
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if heldIn > 5 {
+		t.Errorf("%d records were read while raw[0]'s key-0 and raw[1]'s key-1 uploaded, want 5 at most (three records' bytes in hand, and the one that reached the bound)", heldIn)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 10, p1: 10})
+	if rep.Committed[p0] != 10 || rep.Committed[p1] != 10 {
+		t.Errorf("report %+v, want 10 committed per partition", rep)
 	}
 }

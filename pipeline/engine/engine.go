@@ -166,13 +166,23 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.obey(work); err != nil {
 			return rep, err
 		}
-		if e.batch.proc != nil && e.batch.proc.Full() {
-			// Every upload slot is taken and as many records wait for one:
-			// no record is taken in until one frees (records not taken in
-			// stay in the consumer's bounded prefetch), and what finishes
-			// meanwhile is produced and committed on its schedule, so that
-			// no transaction stays open while uploads run.
-			e.batch.proc.AwaitRoom(pollWait)
+		if e.batch.proc != nil && (e.batch.proc.Full() || e.batch.held >= e.opts.Commit.MaxBytes) {
+			// Every upload slot is taken and as many records wait for one,
+			// or the records in hand hold commit.max_bytes: no record is
+			// taken in until one is taken on or handed out (records not
+			// taken in stay in the consumer's bounded prefetch), and what
+			// finishes meanwhile is produced and committed on its schedule,
+			// so that no transaction stays open while uploads run and the
+			// uploads never drain to let the batch commit.
+			if e.batch.held >= e.opts.Commit.MaxBytes && e.committer.inFlight() != nil {
+				// Nothing in hand is produced before the commit in flight
+				// settles (an abort rewinds the batch: see produceReady).
+				if _, err := e.settle(work, true); err != nil {
+					return rep, err
+				}
+			} else {
+				e.batch.proc.AwaitProgress(min(pollWait, e.untilDue()))
+			}
 			e.now = e.opts.Now()
 			e.m.Progress(e.now)
 		} else if err := e.pollOnce(); err != nil {
@@ -263,7 +273,7 @@ const pollWait = 100 * time.Millisecond
 func (e *Engine) pollOnce() error {
 	timeout := pollWait
 	if e.batch.len > 0 {
-		timeout = max(time.Millisecond, e.opts.Commit.Interval-e.now.Sub(e.batch.start))
+		timeout = e.untilDue()
 	}
 	rec, err := e.src.Poll(timeout)
 	e.now = e.opts.Now()
@@ -291,6 +301,12 @@ func (e *Engine) pollOnce() error {
 	e.admit(e.batch.note(rec), rec)
 	e.countIn(rec)
 	return nil
+}
+
+// untilDue is how long the batch in hand has until commit.interval makes it
+// due (a millisecond at least).
+func (e *Engine) untilDue() time.Duration {
+	return max(time.Millisecond, e.opts.Commit.Interval-e.now.Sub(e.batch.start))
 }
 
 // countIn counts rec as consumed: each source offset once in this
@@ -343,8 +359,13 @@ func (e *Engine) batchDue() bool {
 	switch {
 	case e.batch.len == 0:
 		return false
-	case e.batch.bytes >= c.MaxBytes:
-		return true // the memory bound holds even while awaiting the record below
+	case e.batch.bytes-e.batch.held >= c.MaxBytes:
+		return true // the transaction holds commit.max_bytes of input
+	case e.outage() && e.batch.held >= c.MaxBytes:
+		// Nothing is produced while a store is away: a batch that holds
+		// its bytes bound commits whole once the store answers, even while
+		// it awaits the record below.
+		return true
 	case e.pause.failed != nil && e.now.Sub(e.batch.start) < awaitFailedFor:
 		// A batch read again after a store outage waits for the record the
 		// store failed on (another partition's records may come first).
