@@ -29,8 +29,9 @@ demo: build
 
 ## bench: the engine's own work per record and the offload path's CPU per GB
 ## (in process), then throughput of
-## the pipeline beside a plain copy loop on the real local broker, and the
-## daemon's peak RSS (docs/benchmarks.md has figures).
+## the pipeline beside a plain copy loop on the real local broker, beside the
+## raw stores and beside Kafka Streams with bakdata's serde, and the daemon's
+## peak RSS (docs/benchmarks.md has figures).
 bench:
 	$(GO) test -run '^$$' -bench PerRecord -benchtime 10x ./pipeline/engine/
 	$(GO) test -run '^$$' -bench OffloadPath -benchtime 2s ./transforms/

@@ -212,7 +212,10 @@ type Commit struct {
 	// MaxRecords commits a batch once it holds this many records; no
 	// transaction carries more.
 	MaxRecords int `key:"max_records"`
-	// MaxBytes commits a batch once it holds this much input.
+	// MaxBytes commits a batch once the records it produced hold this much
+	// input, and bounds the records held in memory before they are
+	// produced (uploads, and those behind them): no record is read past it
+	// until some of them are produced.
 	MaxBytes settings.Size `key:"max_bytes"`
 	// Interval commits a batch once it has been open this long: the usual
 	// trigger. It must stay under half the producer's transaction.timeout.ms.

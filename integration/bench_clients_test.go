@@ -99,13 +99,7 @@ func BenchmarkJavaDeserializer(b *testing.B) {
 		createTopic(b, topicA, 1, nil)
 		createTopic(b, topicB, 1, nil)
 		b.Cleanup(func() { deleteTopics(b, []string{topicA, topicB}) })
-		build := exec.Command("mvn", "-B", "-q", "-Dstyle.color=never", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
-			"-Dmdep.outputFile=target/bench-classpath.txt", "-Dmdep.includeScope=test")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("mvn -Pbench: %v\n%s", err, out)
-		}
-		cp := "../clients/java/target/classes:../clients/java/target/test-classes:" + readTrimmed(b, "../clients/java/target/bench-classpath.txt")
-		out, err := exec.Command("java", "-Xmx2g", "-cp", cp, "io.offloader.serde.bench.DeserializerBench",
+		out, err := exec.Command("java", "-Xmx2g", "-cp", javaBenchClasspath(b), "io.offloader.serde.bench.DeserializerBench",
 			bootstrap, s3Endpoint, topicA, bucketA, topicB, bucketB, "200").CombinedOutput()
 		if err != nil {
 			b.Fatalf("DeserializerBench: %v\n%s", err, out)
@@ -136,6 +130,19 @@ func createBucket(b testing.TB, bucket string) {
 		b.Fatal(err)
 	}
 	s.Close()
+}
+
+// javaBenchClasspath builds clients/java with its bench profile (bakdata's
+// large-message-serde, Kafka Streams) and returns the classpath of its
+// benchmarks.
+func javaBenchClasspath(b testing.TB) string {
+	b.Helper()
+	build := exec.Command("mvn", "-B", "-q", "-Dstyle.color=never", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
+		"-Dmdep.outputFile=target/bench-classpath.txt", "-Dmdep.includeScope=test")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("mvn -Pbench: %v\n%s", err, out)
+	}
+	return "../clients/java/target/classes:../clients/java/target/test-classes:" + readTrimmed(b, "../clients/java/target/bench-classpath.txt")
 }
 
 func readTrimmed(b testing.TB, path string) string {

@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+)
+
+// peerThreads is the peer's num.stream.threads: its best setting in the
+// side-by-side runs of issue 36.
+const peerThreads = 6
+
+// BenchmarkPeer runs offloader side by side with the stack a team would
+// otherwise assemble: Kafka Streams with exactly_once_v2 and 6 stream
+// threads, its values through bakdata's large-message-serde, on the same
+// broker, the same records and the same Azurite store (clients/java's
+// PeerPipeline). The workloads are BenchmarkMemoryBudget's, W2 with 1,000
+// records; a value over the slim topic's limit less 4 KiB (offloader's
+// threshold: auto, and the serde's large.message.max.byte.size) is stored in
+// Azurite. Each runs twice, offloader, peer, peer, offloader, reading the same
+// raw topic into a new slim topic, each with offloader's defaults (128 MiB
+// memory.in_flight) and the JVM's. The clock runs from offloader's readiness
+// and the peer's RUNNING state to the last offset committed; the steady state
+// is the second half of the records. It reports each one's rates, their
+// ratios, and their peak RSS and CPU; for W2 and W3 also the store's own
+// rate (1 MiB uploads, 16 at once, before the four runs and after them) and
+// each one's rate as a share of it. Run with make bench.
+func BenchmarkPeer(b *testing.B) {
+	cp := javaBenchClasspath(b)
+	workloads := []struct {
+		name    string
+		records int
+		sizes   []int
+	}{
+		{"W1-1KiB", 300_000, []int{1 << 10}},
+		{"W2-1MiB", 1000, []int{1 << 20}},
+		{"W3-mixed", 4000, mixedSizes()},
+	}
+	threshold := 1048588 - 4096 // the broker's default message.max.bytes, less 4 KiB
+	for range b.N {
+		for _, w := range workloads {
+			raw := uniqueName(b, "raw")
+			createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})
+			total := fillSizes(b, raw, w.records, 3, w.sizes)
+			mb := float64(total) / 1e6
+			// The store's own rate: 1 MiB uploads at the pipeline's upload
+			// concurrency, before the four runs and after them.
+			var plain time.Duration
+			if w.name != "W1-1KiB" {
+				plain += plainStoreWrites(b, "azblob", 400, 1<<20, 16)
+			}
+			var ours, peer [2]peerRun
+			for i, peerFirst := range []bool{false, true, true, false} {
+				slim, container := uniqueName(b, "slim"), uniqueName(b, "c")
+				createTopic(b, slim, 3, nil)
+				syscall.Sync()
+				var r peerRun
+				if peerFirst {
+					r = runPeer(b, cp, raw, slim, container, threshold, w.records)
+					peer[i/2] = r
+				} else {
+					store := fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
+					run := pipelineRunWith(b, raw, slim, w.records, store)
+					r = peerRun{elapsed: run.elapsed, steady: run.lastTook, steadyRecords: run.lastRecords, rss: run.rss, cpu: run.cpu}
+					ours[i/2] = r
+				}
+				deleteContainer(b, container)
+				deleteTopics(b, []string{slim})
+				who := map[bool]string{false: "offloader", true: "peer"}[peerFirst]
+				b.Logf("%s %s: %.1f MB/s start to end, %.1f records/s in the second half, peak RSS %d MiB, CPU %.1f s",
+					w.name, who, mb/r.elapsed.Seconds(), float64(r.steadyRecords)/r.steady.Seconds(), r.rss>>20, r.cpu.Seconds())
+			}
+			deleteTopics(b, []string{raw})
+			o, p := ours[0].plus(ours[1]), peer[0].plus(peer[1])
+			if w.name != "W1-1KiB" {
+				plain += plainStoreWrites(b, "azblob", 400, 1<<20, 16)
+				store := float64(2*400<<20) / 1e6 / plain.Seconds()
+				b.ReportMetric(store, w.name+"-store-MB/s")
+				b.ReportMetric(2*mb/o.elapsed.Seconds()/store, w.name+"-offloader/store")
+				b.ReportMetric(2*mb/p.elapsed.Seconds()/store, w.name+"-peer/store")
+				b.Logf("%s: the store alone %.1f MB/s; offloader %.2f of it, the peer %.2f", w.name, store, 2*mb/o.elapsed.Seconds()/store, 2*mb/p.elapsed.Seconds()/store)
+			}
+			b.ReportMetric(2*mb/o.elapsed.Seconds(), w.name+"-offloader-MB/s")
+			b.ReportMetric(2*mb/p.elapsed.Seconds(), w.name+"-peer-MB/s")
+			b.ReportMetric(p.elapsed.Seconds()/o.elapsed.Seconds(), w.name+"-offloader/peer")
+			b.ReportMetric(o.steadyRate()/p.steadyRate(), w.name+"-steady-offloader/peer")
+			b.ReportMetric(float64(o.rss)/float64(p.rss), w.name+"-rss-offloader/peer")
+			b.ReportMetric(o.cpu.Seconds()/p.cpu.Seconds(), w.name+"-cpu-offloader/peer")
+			b.Logf("%s: offloader/peer %.2f start to end, %.2f in the second half; peak RSS %d / %d MiB (%.2f); CPU %.1f / %.1f s",
+				w.name, p.elapsed.Seconds()/o.elapsed.Seconds(), o.steadyRate()/p.steadyRate(), o.rss>>20, p.rss>>20,
+				float64(o.rss)/float64(p.rss), o.cpu.Seconds(), p.cpu.Seconds())
+		}
+	}
+}
+
+// peerRun is what one run of offloader or the peer measured: from its start
+// to its last commit, the second half of its records, its peak RSS and CPU.
+type peerRun struct {
+	elapsed, steady time.Duration
+	steadyRecords   int
+	rss             int64
+	cpu             time.Duration
+}
+
+// plus adds two runs' times, records and CPU, and keeps the higher peak.
+func (r peerRun) plus(o peerRun) peerRun {
+	return peerRun{elapsed: r.elapsed + o.elapsed, steady: r.steady + o.steady, steadyRecords: r.steadyRecords + o.steadyRecords,
+		rss: max(r.rss, o.rss), cpu: r.cpu + o.cpu}
+}
+
+func (r peerRun) steadyRate() float64 { return float64(r.steadyRecords) / r.steady.Seconds() }
+
+// runPeer runs PeerPipeline from raw to slim, offloading values over
+// threshold bytes to container (created here), until its group committed n
+// records.
+func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r peerRun) {
+	b.Helper()
+	client, err := sdk.NewClientFromConnectionString(azureConnStr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := client.CreateContainer(context.Background(), container, nil); err != nil {
+		b.Fatal(err)
+	}
+	app := uniqueName(b, "peer")
+	cmd := exec.Command("java", "-cp", cp, "io.offloader.serde.bench.PeerPipeline",
+		bootstrap, app, raw, slim, container, azureConnStr, strconv.Itoa(threshold), strconv.Itoa(peerThreads))
+	var mu sync.Mutex
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, &out}, lockedWriter{&mu, &out}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	output := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	deadline := time.Now().Add(10 * time.Minute)
+	for !strings.Contains(output(), "RUNNING") {
+		if strings.Contains(output(), "ERROR") || time.Now().After(deadline) {
+			b.Fatalf("the peer did not reach RUNNING:\n%s", output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	admin := newAdmin(b)
+	var half time.Time
+	for committed := committedTotal(b, admin, app, raw); committed < int64(n); committed = committedTotal(b, admin, app, raw) {
+		if half.IsZero() && committed >= int64(n/2) {
+			half, r.steadyRecords = time.Now(), n-int(committed)
+		}
+		if strings.Contains(output(), "ERROR") || time.Now().After(deadline) {
+			b.Fatalf("the peer committed %d of %d records:\n%s", committed, n, output())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.elapsed = time.Since(start)
+	r.steady = time.Since(half)
+	r.rss, r.cpu = peakRSS(b, cmd.Process.Pid), processCPU(b, cmd.Process.Pid)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	return r
+}
