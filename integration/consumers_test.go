@@ -85,9 +85,10 @@ func parseLines(t *testing.T, reader string, out []byte) []line {
 }
 
 // TestConsumersResolveByteForByte: the daemon offloads to Azurite and to the
-// filesystem store (gzip); the Go resolver, `offloader cat` and the Python
-// example in docs/examples (the documented format only) all resolve the slim
-// topic to the very bytes produced.
+// filesystem store (gzip); the Go resolver, `offloader cat`, the Python
+// package (through docs/examples/resolve_pointers.py) and the minimal reader
+// of the documented format (docs/examples/minimal_reader.py) all resolve the
+// slim topic to the very bytes produced.
 func TestConsumersResolveByteForByte(t *testing.T) {
 	t.Parallel()
 	python, err := exec.Command("../scripts/python-env.sh").Output()
@@ -219,19 +220,23 @@ transforms:
 		t.Errorf("--from a future time: %v, %d bytes printed", err, len(out))
 	}
 
-	// 3. The Python example, from the documented format only.
-	cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/resolve_pointers.py", bootstrap, slim,
-		"blob=azblob:"+container, "disk=file:"+root, "bucket=s3:"+bucket)
-	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr,
-		"AWS_ENDPOINT_URL="+s3Endpoint, "AWS_S3_ADDRESSING_STYLE=path")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatalf("python example: %v\n%s", err, stderr.String())
+	// 3. Python: the package (docs/examples/resolve_pointers.py uses it) and
+	// the minimal reader of the documented format (docs/pointer-format.md).
+	var pyLines []line
+	for _, example := range []string{"resolve_pointers.py", "minimal_reader.py"} {
+		cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/"+example, bootstrap, slim,
+			"blob=azblob:"+container, "disk=file:"+root, "bucket=s3:"+bucket)
+		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr,
+			"AWS_ENDPOINT_URL="+s3Endpoint, "AWS_S3_ADDRESSING_STYLE=path")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err = cmd.Output()
+		if err != nil {
+			t.Fatalf("python %s: %v\n%s", example, err, stderr.String())
+		}
+		pyLines = parseLines(t, example, out)
+		check(example, pyLines)
 	}
-	pyLines := parseLines(t, "the Python example", out)
-	check("Python example", pyLines)
 	sortLines := func(ls []line) []string {
 		var s []string
 		for _, l := range ls {

@@ -161,7 +161,7 @@ transforms:
 
 // TestGoCatAndPythonReadWhatJavaWrites: the Java serializer stores values
 // over 64 KiB in Azurite and produces pointers; the Go resolver, offloader
-// cat and the Python example read each record back to what Java produced.
+// cat and the Python package read each record back to what Java produced.
 func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	t.Parallel()
 	topic, container := uniqueName(t, "fromjava"), uniqueName(t, "c")
@@ -216,9 +216,9 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	cmd.Stderr = &stderr
 	pyOut, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("python example: %v\n%s", err, stderr.String())
+		t.Fatalf("python resolve_pointers.py (the package): %v\n%s", err, stderr.String())
 	}
-	check("Python example", parseLines(t, "the Python example", pyOut))
+	check("Python package", parseLines(t, "the Python package", pyOut))
 }
 
 // TestJavaReadsGoSerializerPointersThroughTheDaemon: the Go serializer stores
@@ -358,14 +358,14 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 	}
 }
 
-// pythonVectors is a harness around docs/examples/resolve_pointers.py's
+// pythonVectors is a harness around docs/examples/minimal_reader.py's
 // resolve(): each vector through it, with a file store, printing the class
 // the example's own PointerError names, or the value's SHA-256. Any other
 // exception escapes and fails the test: the example must map every failure.
 const pythonVectors = `
 import hashlib, json, os, sys, tempfile, base64
 sys.path.insert(0, "../docs/examples")
-import resolve_pointers as rp
+import minimal_reader as rp
 
 doc = json.load(open("../pointer/testdata/vectors.json"))
 root = tempfile.mkdtemp()
@@ -385,10 +385,11 @@ for c in doc["cases"]:
         print(e.reason)
 `
 
-// TestThePythonExampleRefusesTheVectorsAlike: the documented Python
-// consumer resolves or refuses every shared vector as the Go resolver and
-// the Java deserializer do.
-func TestThePythonExampleRefusesTheVectorsAlike(t *testing.T) {
+// TestTheMinimalPythonReaderRefusesTheVectorsAlike: the minimal reader of
+// docs/pointer-format.md resolves or refuses every shared vector as the Go
+// resolver and the Java deserializer do (the package's own pytest suite reads
+// the same vectors: TestThePythonPackagePasses).
+func TestTheMinimalPythonReaderRefusesTheVectorsAlike(t *testing.T) {
 	t.Parallel()
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
@@ -415,7 +416,7 @@ func TestThePythonExampleRefusesTheVectorsAlike(t *testing.T) {
 			want = "value " + c.SHA256
 		}
 		if got[i] != want {
-			t.Errorf("%s: the Python example says %q, want %q", c.Name, got[i], want)
+			t.Errorf("%s: the minimal Python reader says %q, want %q", c.Name, got[i], want)
 		}
 	}
 }

@@ -18,13 +18,13 @@ import (
 	"github.com/offloader/offloader/stores"
 )
 
-// pythonVerdicts runs the documented Python example's resolve() on each case
+// pythonVerdicts runs the documented minimal Python reader's resolve() on each case
 // (value and headers) and returns, per case, the SHA-256 of what it resolved
 // to, or "error".
 const pythonVerdicts = `
 import base64, hashlib, json, sys
 sys.path.insert(0, sys.argv[1])
-import resolve_pointers as rp
+import minimal_reader as rp
 stores = rp.open_stores(["disk=file:" + sys.argv[2]])
 for case in json.load(sys.stdin):
     value = base64.b64decode(case["value"])

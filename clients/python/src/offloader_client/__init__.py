@@ -1,0 +1,17 @@
+"""offloader's pointer format v1 from Python: a Resolver over the filesystem,
+Azure Blob, S3 and HTTP stores, and a Serializer and Deserializer for
+confluent-kafka-python. See docs/clients.md."""
+
+from .errors import (Checksum, Malformed, NotFound, PointerError, Refused, StoreError, TooLarge, Unavailable,
+                     UnknownStore, UnknownVersion)
+from .estimate import record_size
+from .pointer import Pointer, is_pointer, parse
+from .resolver import DEFAULT_MAX_BYTES, Resolver
+from .serde import DEFAULT_THRESHOLD, Deserializer, Serializer
+from .stores import AzureBlobStore, FilesystemStore, HttpStore, S3Store, Store
+
+__all__ = [
+    "AzureBlobStore", "Checksum", "DEFAULT_MAX_BYTES", "DEFAULT_THRESHOLD", "Deserializer", "FilesystemStore", "HttpStore",
+    "Malformed", "NotFound", "Pointer", "PointerError", "Refused", "Resolver", "S3Store", "Serializer", "Store", "StoreError",
+    "TooLarge", "Unavailable", "UnknownStore", "UnknownVersion", "is_pointer", "parse", "record_size",
+]

@@ -1,0 +1,79 @@
+"""Gives a record's original value back, following docs/pointer-format.md step
+by step: a pointer is resolved only through the store given under its name,
+its key checked, the object read no larger than the pointer claims, the codec
+undone, and the size and SHA-256 verified; an inline-compressed value is
+decompressed; any other value comes back as it is."""
+
+import re
+from typing import Dict, Mapping, Optional
+
+from . import codecs
+from .errors import Checksum, Malformed, PointerError, TooLarge, Unavailable, UnknownStore, UnknownVersion
+from .pointer import (CODECS, HEADER_INLINE_CODEC, HEADER_INLINE_SIZE, HEADER_POINTER, VERSION_1, Headers, Pointer,
+                      check_key, last_header, parse, sha256_hex)
+from .stores import Store
+
+DEFAULT_MAX_BYTES = 64 << 20
+_DECIMAL = re.compile(rb"^[0-9]{1,18}$")
+
+
+class Resolver:
+    """Resolves pointers through stores, by the names pointers give them.
+
+    max_bytes is the largest payload it accepts (64 MiB by default): a pointer
+    claiming more is refused before anything is read, and no read makes more
+    than the pointer's stored_size plus one byte.
+    """
+
+    def __init__(self, stores: Mapping[str, Store], max_bytes: int = DEFAULT_MAX_BYTES):
+        self.stores: Dict[str, Store] = dict(stores)
+        self.max_bytes = max_bytes
+
+    def resolve(self, value: Optional[bytes], headers: Headers) -> Optional[bytes]:
+        """The record's original value (None for a tombstone). Raises a PointerError
+        whose reason names the format's class; nothing else comes out."""
+        try:
+            return self._resolve(value, headers)
+        except PointerError:
+            raise
+        except Exception as e:  # a store that broke its contract: a failure that may pass
+            raise Unavailable(f"resolving: {type(e).__name__}: {e}") from e
+
+    def _resolve(self, value: Optional[bytes], headers: Headers) -> Optional[bytes]:
+        marked, version = last_header(headers, HEADER_POINTER)
+        if marked:
+            if version != VERSION_1.encode():
+                raise UnknownVersion(f"unknown pointer version {version!r}: this reader knows 'v1'")
+            return self.resolve_pointer(parse(value))
+        has_codec, codec = last_header(headers, HEADER_INLINE_CODEC)
+        if not has_codec or value is None:
+            return value
+        size = last_header(headers, HEADER_INLINE_SIZE)[1] or b""
+        if not _DECIMAL.match(size):
+            raise Malformed(f"an inline-compressed value whose {HEADER_INLINE_SIZE} is not a decimal size")
+        n = int(size)
+        if n > self.max_bytes:
+            raise TooLarge(f"an inline value of {n} bytes, more than {self.max_bytes}")
+        name = (codec or b"").decode("utf-8", "replace")
+        if name not in CODECS or name == codecs.NONE:
+            raise Malformed(f"an inline value compressed with unknown codec {name[:200]!r}")
+        data = codecs.decode(name, value, n)
+        if len(data) != n:
+            raise Checksum(f"the inline value decodes to {len(data)} bytes, {HEADER_INLINE_SIZE} says {n}")
+        return data
+
+    def resolve_pointer(self, p: Pointer) -> bytes:
+        """The verified payload of a parsed pointer."""
+        store = self.stores.get(p.store)
+        if store is None:
+            raise UnknownStore(f"unknown store {p.store[:200]!r}: this reader has {sorted(self.stores)}")
+        check_key(p.key)
+        if p.size > self.max_bytes or p.stored_size > self.max_bytes:
+            raise TooLarge(f"a payload of {max(p.size, p.stored_size)} bytes, more than max_bytes {self.max_bytes}")
+        stored = store.get(p.key, p.stored_size)
+        if len(stored) != p.stored_size:
+            raise Checksum(f"the object {p.key} holds {len(stored)} bytes, the pointer says {p.stored_size}")
+        data = codecs.decode(p.codec, stored, p.size)
+        if len(data) != p.size or sha256_hex(data) != p.sha256:
+            raise Checksum(f"the payload of {p.key} does not match the pointer's size and SHA-256")
+        return data

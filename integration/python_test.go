@@ -1,0 +1,210 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/serializer"
+	sconfluent "github.com/offloader/offloader/serializer/confluent"
+	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/stores/s3"
+)
+
+// pythonEnv is the python of scripts/python-env.sh: the package
+// clients/python installed with pip, and pytest.
+func pythonEnv(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("../scripts/python-env.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/python-env.sh: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestThePythonPackagePasses: clients/python's pytest suite passes, its
+// tests of the real broker, Azurite and the S3 emulator included (none
+// skipped), against the package as pip installed it.
+func TestThePythonPackagePasses(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(pythonEnv(t), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests")
+	cmd.Dir = "../clients/python"
+	cmd.Env = append(os.Environ(), "TEST_KAFKA_BOOTSTRAP="+bootstrap, "TEST_AZURE_CONNECTION_STRING="+azureConnStr, "TEST_S3_ENDPOINT="+s3Endpoint)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pytest: %v\n%s", err, tail(string(out), 60))
+	}
+	summary := regexp.MustCompile(`(?m)^(\d+) passed in `).FindStringSubmatch(string(out))
+	if summary == nil || strings.Contains(string(out), "skipped") {
+		t.Fatalf("pytest did not pass every test, none skipped:\n%s", tail(string(out), 30))
+	}
+	if n, _ := strconv.Atoi(summary[1]); n < 19 {
+		t.Errorf("pytest ran %d tests", n)
+	}
+	t.Logf("clients/python: %s tests passed", summary[1])
+}
+
+// pythonWrite writes n records (every 4th of 200 KB, every 7th a tombstone)
+// with the package's Serializer through confluent-kafka-python's
+// SerializingProducer, to a store named blob, and prints a line per record.
+const pythonWrite = `
+import hashlib, json, os, sys
+import boto3
+from confluent_kafka import SerializingProducer
+from offloader_client import AzureBlobStore, S3Store, Serializer
+
+bootstrap, topic, kind, where, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+if kind == "azblob":
+    store = AzureBlobStore(where, os.environ["AZURE_STORAGE_CONNECTION_STRING"])
+else:
+    store = S3Store(where, client=boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                                               aws_access_key_id="test", aws_secret_access_key="test"))
+p = SerializingProducer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "value.serializer": Serializer(store, store_name="blob", threshold=65536, prefix="python-svc")})
+for i in range(n):
+    v = None if i % 7 == 6 else os.urandom(200_000 + i) if i % 4 == 0 else ("small %d" % i).encode()
+    p.produce(topic, key=str(i).encode(), value=v, headers=[], partition=i % 2)
+    print(json.dumps({"key": str(i), "size": None if v is None else len(v), "sha256": None if v is None else hashlib.sha256(v).hexdigest()}))
+assert p.flush(60) == 0
+`
+
+// TestGoAndJavaReadWhatPythonWrites: the Python package's Serializer stores
+// values over 64 KiB in Azurite and in the S3 emulator and produces pointers;
+// the Go resolver and the Java deserializer read every record back to the
+// bytes Python produced.
+func TestGoAndJavaReadWhatPythonWrites(t *testing.T) {
+	t.Parallel()
+	python := pythonEnv(t)
+	for _, kind := range []string{"azblob", "s3"} {
+		t.Run(kind, func(t *testing.T) {
+			topic := uniqueName(t, "frompy")
+			createTopic(t, topic, 2, nil)
+			var store stores.Store
+			var where string
+			var javaSettings []string
+			if kind == "azblob" {
+				where = uniqueName(t, "c")
+				store = openAzurite(t, where)
+				javaSettings = javaStore(where)
+			} else {
+				cfg := s3Config(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				s, err := s3.Open(ctx, "blob", cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				store, where = s, cfg.Bucket
+				javaSettings = []string{"large.message.payload.store.class=s3", "s3.bucket=" + cfg.Bucket, "s3.endpoint=" + s3Endpoint,
+					"s3.region=us-east-1", "s3.path.style=true", "large.message.store.name=blob"}
+			}
+			const n = 21
+			cmd := exec.Command(python, "-c", pythonWrite, bootstrap, topic, kind, where, strconv.Itoa(n))
+			cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr, "AWS_ENDPOINT_URL="+s3Endpoint)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("python writer: %v\n%s", err, stderr.String())
+			}
+			written := map[string]line{}
+			for _, s := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var l line
+				if err := json.Unmarshal([]byte(s), &l); err != nil {
+					t.Fatalf("python writer printed %q: %v", s, err)
+				}
+				written[l.Key] = l
+			}
+			check := func(reader string, lines []line) {
+				t.Helper()
+				if len(lines) != n {
+					t.Errorf("%s read %d records, want %d", reader, len(lines), n)
+				}
+				for _, l := range lines {
+					w := written[l.Key]
+					w.Partition, w.Offset = l.Partition, l.Offset
+					if l.String() != w.String() {
+						t.Errorf("%s: %s, want %s", reader, l, w)
+					}
+				}
+			}
+			res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"blob": store}})
+			goLines, pointers := resolvedLines(t, res, consumeAll(t, topic, n, 30*time.Second))
+			if pointers != 5 {
+				t.Errorf("%d pointers, want the 5 values over 64 KiB", pointers)
+			}
+			check("Go resolver", goLines)
+			var javaLines []line
+			for _, s := range interopTool(t, append([]string{"read", bootstrap, topic}, javaSettings...)...) {
+				javaLines = append(javaLines, parseLines(t, "InteropTool", []byte(s))...)
+			}
+			check("Java deserializer", javaLines)
+		})
+	}
+}
+
+// TestPythonReadsWhatTheGoSerializerWrites: the Go serializer stores values
+// over 64 KiB in Azurite and produces pointers; the Python package reads
+// every record back to the bytes Go produced.
+func TestPythonReadsWhatTheGoSerializerWrites(t *testing.T) {
+	t.Parallel()
+	topic, container := uniqueName(t, "fromgo"), uniqueName(t, "c")
+	createTopic(t, topic, 2, nil)
+	blob := openAzurite(t, container)
+	s, err := serializer.New(serializer.Config{Store: blob, StoreName: "blob", Threshold: 64 << 10, Prefix: "go-svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sconfluent.NewProducer(s, &kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.idempotence": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	recs := numberedRecords(24, 2, 4, 200<<10, 500)
+	want := map[string]line{}
+	delivered := make(chan kafka.Event, len(recs))
+	for _, r := range recs {
+		if err := p.Produce(context.Background(), &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: r.partition},
+			Key: r.key, Value: r.value}, delivered); err != nil {
+			t.Fatal(err)
+		}
+		l := line{Key: string(r.key)}
+		l.Size, l.SHA256 = digest(r.value)
+		want[l.Key] = l
+	}
+	for range recs {
+		if m := (<-delivered).(*kafka.Message); m.TopicPartition.Error != nil {
+			t.Fatal(m.TopicPartition.Error)
+		}
+	}
+	cmd := exec.Command(pythonEnv(t), "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python resolve_pointers.py (the package): %v\n%s", err, stderr.String())
+	}
+	got := parseLines(t, "the Python package", out)
+	if len(got) != len(recs) {
+		t.Errorf("Python read %d records, want %d", len(got), len(recs))
+	}
+	for _, l := range got {
+		w := want[l.Key]
+		w.Partition, w.Offset = l.Partition, l.Offset
+		if l.String() != w.String() {
+			t.Errorf("Python: %s, want %s", l, w)
+		}
+	}
+}
