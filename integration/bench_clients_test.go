@@ -88,7 +88,9 @@ var javaBench = regexp.MustCompile(`(offloader|bakdata): ([0-9.]+) records/s, ([
 // emulator, once through the Java LargeMessageDeserializer (pointer v1) and
 // once through bakdata's large-message-serde deserializer (its own records,
 // written by its serializer), best of three each (clients/java's bench
-// profile, DeserializerBench). It reports both rates and their ratio.
+// profile, DeserializerBench). It reports both rates and their ratio, and the
+// Python package's read rate of the same pointers (the Java serializer's) from
+// the same store, best of three, beside the Java deserializer's.
 func BenchmarkJavaDeserializer(b *testing.B) {
 	for range b.N {
 		bucketA, bucketB := uniqueName(b, "bk"), uniqueName(b, "bk")
@@ -115,8 +117,55 @@ func BenchmarkJavaDeserializer(b *testing.B) {
 		b.ReportMetric(rates["offloader"], "offloader-MB/s")
 		b.ReportMetric(rates["bakdata"], "bakdata-MB/s")
 		b.ReportMetric(rates["offloader"]/rates["bakdata"], "offloader/bakdata")
+
+		// The Python package reads the same records (the Java serializer's
+		// pointers, on the same S3 store), best of three.
+		cmd := exec.Command(pythonEnv(b), "-c", pythonReadBench, bootstrap, topicB, bucketB, "200")
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+s3Endpoint)
+		pyOut, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("the Python read benchmark: %v\n%s", err, pyOut)
+		}
+		m := javaBench.FindStringSubmatch(string(pyOut))
+		if m == nil || m[1] != "offloader" {
+			b.Fatalf("the Python read benchmark printed no rate:\n%s", pyOut)
+		}
+		python, _ := strconv.ParseFloat(m[3], 64)
+		b.Logf("Python package: %.1f MB/s", python)
+		b.ReportMetric(python, "python-MB/s")
+		b.ReportMetric(python/rates["offloader"], "python/java")
 	}
 }
+
+// pythonReadBench reads n records of 1 MiB from a topic's one partition
+// through the Python package's Deserializer, their pointers resolved from an
+// S3 bucket (named payloads in them), best of three reads, and prints its rate
+// as DeserializerBench does.
+const pythonReadBench = `
+import os, sys, time
+import boto3
+from confluent_kafka import DeserializingConsumer, TopicPartition
+from offloader_client import Deserializer, Resolver, S3Store
+
+bootstrap, topic, bucket, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+store = S3Store(bucket, client=boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                                            aws_access_key_id="test", aws_secret_access_key="test"))
+best = 0.0
+for _ in range(3):
+    c = DeserializingConsumer({"bootstrap.servers": bootstrap, "group.id": "python-bench", "enable.auto.commit": False,
+                               "max.partition.fetch.bytes": 1048576, "value.deserializer": Deserializer(Resolver({"payloads": store}))})
+    c.assign([TopicPartition(topic, 0, -2)])
+    start, got, size = time.monotonic(), 0, 0
+    while got < n:
+        msg = c.poll(0.2)
+        if msg is None:
+            continue
+        got, size = got + 1, size + len(msg.value())
+    best = max(best, n / (time.monotonic() - start))
+    c.close()
+    assert size == n << 20, size
+print("offloader: %.1f records/s, %.1f MB/s" % (best, best * (1 << 20) / 1e6))
+`
 
 // createBucket creates bucket in the S3 emulator.
 func createBucket(b testing.TB, bucket string) {
