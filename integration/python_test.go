@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -206,5 +207,116 @@ func TestPythonReadsWhatTheGoSerializerWrites(t *testing.T) {
 		if l.String() != w.String() {
 			t.Errorf("Python: %s, want %s", l, w)
 		}
+	}
+}
+
+// pythonAvro produces Avro values in the Confluent wire format (the
+// AvroSerializer of confluent-kafka-python, a schema registry client in the
+// process: mock://) to the raw topic, half of them over the daemon's 64 KiB,
+// then reads the slim topic through the package's Deserializer chained to the
+// AvroDeserializer. It prints what it read, how many were pointers, whether
+// each resolved value kept the magic byte and schema id, and what the
+// AvroDeserializer does with a pointer given to it directly.
+const pythonAvro = `
+import json, os, sys
+from confluent_kafka import DeserializingConsumer, SerializingProducer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from offloader_client import AzureBlobStore, Deserializer, Resolver, is_pointer
+
+bootstrap, raw, slim, container, n = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+registry = SchemaRegistryClient.new_client({"url": "mock://offloader-avro"})
+schema = '{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"body","type":"string"}]}'
+orders = [{"id": i, "body": ("order %d " % i) * (20000 if i % 2 == 0 else 3)} for i in range(n)]
+producer = SerializingProducer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "message.max.bytes": 4194304,
+                                "value.serializer": AvroSerializer(registry, schema)})
+for o in orders:
+    producer.produce(raw, key=str(o["id"]), value=o, partition=0)
+assert producer.flush(60) == 0
+schema_id = registry.get_latest_version(raw + "-value").schema_id
+
+resolver = Resolver({"payloads": AzureBlobStore(container, os.environ["AZURE_STORAGE_CONNECTION_STRING"])})
+avro = AvroDeserializer(registry)
+consumer = DeserializingConsumer({"bootstrap.servers": bootstrap, "group.id": slim, "isolation.level": "read_committed",
+                                  "value.deserializer": Deserializer(resolver, inner=avro)})
+consumer.assign([TopicPartition(slim, 0, -2)])
+got = []
+while len(got) < n:
+    msg = consumer.poll(1.0)
+    if msg is not None:
+        assert msg.error() is None, msg.error()
+        got.append(msg.value())
+consumer.close()
+
+raw_reader = DeserializingConsumer({"bootstrap.servers": bootstrap, "group.id": slim + "-raw", "isolation.level": "read_committed"})
+raw_reader.assign([TopicPartition(slim, 0, -2)])
+read, pointers, intact, refused = 0, 0, 0, None
+while read < n:
+    msg = raw_reader.poll(1.0)
+    if msg is None:
+        continue
+    read += 1
+    wire = resolver.resolve(msg.value(), msg.headers())
+    intact += wire[0] == 0 and int.from_bytes(wire[1:5], "big") == schema_id
+    if is_pointer(msg.headers()):
+        pointers += 1
+        try:
+            avro(msg.value(), SerializationContext(slim, MessageField.VALUE, msg.headers()))
+            refused = "decoded"
+        except Exception as e:
+            refused = type(e).__name__
+raw_reader.close()
+print(json.dumps({"same": got == orders, "read": len(got), "pointers": pointers, "intact": intact, "avro_on_a_pointer": refused}))
+`
+
+// TestSchemaRegistryAvroValuesThroughTheDaemon: Avro values in the Confluent
+// wire format (magic byte, schema id, Avro body) go through the daemon, which
+// offloads those over 64 KiB to Azurite; a Python consumer that chains the
+// package's Deserializer and then confluent-kafka-python's AvroDeserializer
+// reads the original objects, every resolved value keeps its magic byte and
+// schema id, and the AvroDeserializer given a pointer itself fails (the one
+// thing a team must not do). The schema registry is confluent-kafka-python's
+// client in mock mode, in the Python process: no schema registry server can
+// be installed here (docs/clients.md says why).
+func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
+	t.Parallel()
+	python := pythonEnv(t)
+	raw, slim, container := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "c")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "4194304"})
+	createTopic(t, slim, 1, nil)
+	openAzurite(t, container)
+	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
+	d := startDaemon(t, pipelineFile(t, "avro", raw, slim, uniqueName(t, "g"), storeYAML, ""))
+	const n = 20
+	cmd := exec.Command(python, "-c", pythonAvro, bootstrap, raw, slim, container, strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python Avro chain: %v\n%s", err, tail(stderr.String(), 40))
+	}
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d", code)
+	}
+	var got struct {
+		Same           bool   `json:"same"`
+		Read           int    `json:"read"`
+		Pointers       int    `json:"pointers"`
+		Intact         int    `json:"intact"`
+		AvroOnAPointer string `json:"avro_on_a_pointer"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("python printed %q: %v", out, err)
+	}
+	if !got.Same || got.Read != n {
+		t.Errorf("the Python chain read %d objects, equal to those produced: %v; want %d, true", got.Read, got.Same, n)
+	}
+	if got.Pointers != n/2 || got.Intact != n {
+		t.Errorf("%d pointers and %d values with their magic byte and schema id, want %d and %d", got.Pointers, got.Intact, n/2, n)
+	}
+	if got.AvroOnAPointer == "decoded" || got.AvroOnAPointer == "" {
+		t.Errorf("the AvroDeserializer given a pointer itself: %q, want a failure", got.AvroOnAPointer)
 	}
 }
