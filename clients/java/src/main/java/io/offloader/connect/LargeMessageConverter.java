@@ -9,7 +9,6 @@ import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
 import org.apache.kafka.connect.errors.DataException;
@@ -88,14 +87,15 @@ public class LargeMessageConverter implements Converter {
         }
     }
 
+    /** Without the record's headers a pointer cannot be marked: a value over the threshold is refused. */
     @Override
     public byte[] fromConnectData(String topic, Schema schema, Object value) {
-        return fromConnectData(topic, new RecordHeaders(), schema, value);
+        return fromConnectData(topic, null, schema, value);
     }
 
     @Override
     public byte[] fromConnectData(String topic, Headers headers, Schema schema, Object value) {
-        byte[] data = delegate.fromConnectData(topic, headers, schema, value);
+        byte[] data = headers == null ? delegate.fromConnectData(topic, schema, value) : delegate.fromConnectData(topic, headers, schema, value);
         try {
             return serializer.serialize(topic, headers, data);
         } catch (SerializationException e) {

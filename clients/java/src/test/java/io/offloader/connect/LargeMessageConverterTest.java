@@ -103,6 +103,15 @@ class LargeMessageConverterTest {
     }
 
     @Test
+    void withoutHeadersALargeValueIsRefusedNotWrittenAsAnUnmarkedPointer() throws Exception {
+        try (LargeMessageConverter conv = converter(settings())) {
+            DataException e = assertThrows(DataException.class, () -> conv.fromConnectData("orders", null, document(100_000)));
+            assertTrue(e.getMessage().contains("headers"), e.getMessage());
+            assertTrue(new String(conv.fromConnectData("orders", null, document(10)), StandardCharsets.UTF_8).contains("order-1"));
+        }
+    }
+
+    @Test
     void itRefusesKeysAndAMissingDelegate() {
         LargeMessageConverter conv = new LargeMessageConverter();
         ConfigException key = assertThrows(ConfigException.class, () -> conv.configure(settings(), true));
