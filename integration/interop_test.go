@@ -60,6 +60,22 @@ func javaClasspath(t testing.TB) string {
 	return javaCP
 }
 
+// readAsWritten checks that a reader read every record written (by key),
+// each once, to the size and SHA-256 written.
+func readAsWritten(t *testing.T, reader string, lines []line, written map[string]line) {
+	t.Helper()
+	if len(lines) != len(written) {
+		t.Errorf("%s read %d records, want %d", reader, len(lines), len(written))
+	}
+	for _, l := range lines {
+		w := written[l.Key]
+		w.Partition, w.Offset = l.Partition, l.Offset
+		if l.String() != w.String() {
+			t.Errorf("%s: %s, want %s", reader, l, w)
+		}
+	}
+}
+
 func tail(s string, lines int) string {
 	all := strings.Split(s, "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
@@ -179,32 +195,19 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	if len(written) != n {
 		t.Fatalf("Java wrote %d records, want %d", len(written), n)
 	}
-	check := func(reader string, lines []line) {
-		t.Helper()
-		if len(lines) != n {
-			t.Errorf("%s read %d records, want %d", reader, len(lines), n)
-		}
-		for _, l := range lines {
-			w := written[l.Key]
-			w.Partition, w.Offset = l.Partition, l.Offset
-			if l.String() != w.String() {
-				t.Errorf("%s: %s, want %s", reader, l, w)
-			}
-		}
-	}
 
 	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"blob": blob}})
 	goLines, pointers := resolvedLines(t, res, consumeAll(t, topic, n, 30*time.Second))
 	if pointers != n/5 {
 		t.Errorf("%d pointers, want the %d values over 64 KiB", pointers, n/5)
 	}
-	check("Go resolver", goLines)
+	readAsWritten(t, "Go resolver", goLines, written)
 
 	out, err := exec.Command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "blob=azblob:"+azureConnStr+"|"+container).Output()
 	if err != nil {
 		t.Fatalf("offloader cat: %v", err)
 	}
-	check("offloader cat", parseLines(t, "offloader cat", out))
+	readAsWritten(t, "offloader cat", parseLines(t, "offloader cat", out), written)
 
 	python, err := exec.Command("../scripts/python-env.sh").Output()
 	if err != nil {
@@ -218,7 +221,7 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python resolve_pointers.py (the package): %v\n%s", err, stderr.String())
 	}
-	check("Python package", parseLines(t, "the Python package", pyOut))
+	readAsWritten(t, "Python package", parseLines(t, "the Python package", pyOut), written)
 }
 
 // TestJavaReadsGoSerializerPointersThroughTheDaemon: the Go serializer stores

@@ -3,8 +3,10 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -19,6 +21,8 @@ import (
 	"github.com/offloader/offloader/serializer"
 	sconfluent "github.com/offloader/offloader/serializer/confluent"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/stores/httpstore"
+	"github.com/offloader/offloader/stores/httpstore/httpstoretest"
 	"github.com/offloader/offloader/stores/s3"
 )
 
@@ -127,30 +131,17 @@ func TestGoAndJavaReadWhatPythonWrites(t *testing.T) {
 				}
 				written[l.Key] = l
 			}
-			check := func(reader string, lines []line) {
-				t.Helper()
-				if len(lines) != n {
-					t.Errorf("%s read %d records, want %d", reader, len(lines), n)
-				}
-				for _, l := range lines {
-					w := written[l.Key]
-					w.Partition, w.Offset = l.Partition, l.Offset
-					if l.String() != w.String() {
-						t.Errorf("%s: %s, want %s", reader, l, w)
-					}
-				}
-			}
 			res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"blob": store}})
 			goLines, pointers := resolvedLines(t, res, consumeAll(t, topic, n, 30*time.Second))
 			if pointers != 5 {
 				t.Errorf("%d pointers, want the 5 values over 64 KiB", pointers)
 			}
-			check("Go resolver", goLines)
+			readAsWritten(t, "Go resolver", goLines, written)
 			var javaLines []line
 			for _, s := range interopTool(t, append([]string{"read", bootstrap, topic}, javaSettings...)...) {
 				javaLines = append(javaLines, parseLines(t, "InteropTool", []byte(s))...)
 			}
-			check("Java deserializer", javaLines)
+			readAsWritten(t, "Java deserializer", javaLines, written)
 		})
 	}
 }
@@ -197,17 +188,7 @@ func TestPythonReadsWhatTheGoSerializerWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python resolve_pointers.py (the package): %v\n%s", err, stderr.String())
 	}
-	got := parseLines(t, "the Python package", out)
-	if len(got) != len(recs) {
-		t.Errorf("Python read %d records, want %d", len(got), len(recs))
-	}
-	for _, l := range got {
-		w := want[l.Key]
-		w.Partition, w.Offset = l.Partition, l.Offset
-		if l.String() != w.String() {
-			t.Errorf("Python: %s, want %s", l, w)
-		}
-	}
+	readAsWritten(t, "the Python package", parseLines(t, "the Python package", out), want)
 }
 
 // pythonAvro produces Avro values in the Confluent wire format (the
@@ -318,5 +299,110 @@ func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
 	}
 	if got.AvroOnAPointer == "decoded" || got.AvroOnAPointer == "" {
 		t.Errorf("the AvroDeserializer given a pointer itself: %q, want a failure", got.AvroOnAPointer)
+	}
+}
+
+// pythonHTTP writes values with the package's Serializer to the HTTP store at
+// argv[1] (token argv[2]) and prints their pointers, then reads back the
+// pointers on stdin (a JSON list of [value, headers] from the Go side) and
+// prints each value's SHA-256; with argv[3] == "redirect" it only tries one
+// write and prints the class of its failure.
+const pythonHTTP = `
+import hashlib, json, sys
+from offloader_client import HttpStore, PointerError, Resolver, Serializer
+
+store = HttpStore(sys.argv[1], token=sys.argv[2])
+class Ctx:
+    def __init__(self):
+        self.headers, self.topic = [], "t"
+if sys.argv[3] == "redirect":
+    try:
+        Serializer(store, threshold=4096, prefix="py-http")(b"r" * 10000, Ctx())
+        print("stored")
+    except PointerError as e:
+        print(e.reason)
+    sys.exit(0)
+out = []
+for i in range(3):
+    ctx = Ctx()
+    out.append(Serializer(store, store_name="web", threshold=4096, prefix="py-http")(bytes([65 + i]) * (50000 + i), ctx).decode())
+print(json.dumps(out))
+resolver = Resolver({"web": store})
+for value, headers in json.load(sys.stdin):
+    print(hashlib.sha256(resolver.resolve(value.encode(), [(k, v.encode()) for k, v in headers])).hexdigest())
+`
+
+// TestPythonAndTheHTTPStore: the package's HttpStore against a server of the
+// HTTP store's contract: what the Python Serializer stores, the Go resolver
+// reads; what the Go serializer stores, Python reads; and a PUT the server
+// answers with a redirect is refused, not taken for a stored object.
+func TestPythonAndTheHTTPStore(t *testing.T) {
+	t.Parallel()
+	python := pythonEnv(t)
+	srv := httpstoretest.New(t, false, 0)
+	cfg := httpstore.DefaultConfig()
+	cfg.URL, cfg.AuthToken = srv.URL, httpstoretest.Token
+	web, err := httpstore.Open("web", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := serializer.New(serializer.Config{Store: web, StoreName: "web", Threshold: 4096, Prefix: "go-http"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goPointers [][2]any
+	var goSums []string
+	for i := range 3 {
+		value := bytes.Repeat([]byte{byte('a' + i)}, 40_000+i)
+		rec, err := s.Serialize(context.Background(), "t", nil, value, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var headers [][2]string
+		for _, h := range rec.Headers {
+			headers = append(headers, [2]string{h.Key, string(h.Value)})
+		}
+		goPointers = append(goPointers, [2]any{string(rec.Value), headers})
+		goSums = append(goSums, fmt.Sprintf("%x", sha256.Sum256(value)))
+	}
+	in, _ := json.Marshal(goPointers)
+	cmd := exec.Command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "roundtrip")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python HTTP store: %v\n%s", err, tail(stderr.String(), 30))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("python printed %d lines, want 4:\n%s", len(lines), out)
+	}
+	if got := strings.Join(lines[1:], " "); got != strings.Join(goSums, " ") {
+		t.Errorf("Python read the Go serializer's values as %s, want %s", got, strings.Join(goSums, " "))
+	}
+	var pyPointers []string
+	if err := json.Unmarshal([]byte(lines[0]), &pyPointers); err != nil {
+		t.Fatal(err)
+	}
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"web": web}})
+	for i, p := range pyPointers {
+		marked := func(name string) ([]byte, bool) { return []byte("v1"), name == "offloader-pointer" }
+		got, err := res.Resolve(context.Background(), []byte(p), marked)
+		if err != nil {
+			t.Fatalf("the Go resolver on Python's pointer %d: %v", i, err)
+		}
+		if want := bytes.Repeat([]byte{byte('A' + i)}, 50_000+i); !bytes.Equal(got.Value, want) {
+			t.Errorf("Python's value %d read back as %d bytes, want %d", i, len(got.Value), len(want))
+		}
+	}
+
+	srv.RedirectPuts(http.StatusFound)
+	out, err = exec.Command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "redirect").Output()
+	if err != nil {
+		t.Fatalf("python HTTP store, redirected: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "refused" {
+		t.Errorf("a PUT answered with 302: the Python Serializer says %q, want refused", got)
 	}
 }
