@@ -138,3 +138,13 @@ def test_settings_are_checked(tmp_path):
         Serializer(store, codec="brotli")
     with pytest.raises(Malformed):
         Serializer(store, prefix="../x")
+
+
+def test_a_root_that_is_a_symlink_still_reads(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    store = FilesystemStore(str(tmp_path / "alias"))
+    store.put("k/v", b"payload", {})
+    assert store.get("k/v", 7) == b"payload"
+    with pytest.raises(Checksum):
+        store.get("k/v", 6)

@@ -39,7 +39,7 @@ class FilesystemStore:
     """Objects as files under root, the key's segments as directories."""
 
     def __init__(self, root: str):
-        self.root = os.path.abspath(root)
+        self.root = os.path.realpath(root)  # a root that is itself a symlink is followed once, here
 
     def _path(self, key: str) -> str:
         check_key(key)
