@@ -85,14 +85,21 @@ func tail(s string, lines int) string {
 // output, a JSON object per line.
 func interopTool(t *testing.T, args ...string) []string {
 	t.Helper()
-	cmd := exec.Command("java", append([]string{"-cp", javaClasspath(t), "io.offloader.serde.InteropTool"}, args...)...)
+	return strings.Split(strings.TrimSpace(string(javaRun(t, "io.offloader.serde.InteropTool", args...))), "\n")
+}
+
+// javaRun runs a class of clients/java's test classpath with args and
+// returns its standard output.
+func javaRun(t *testing.T, class string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("java", append([]string{"-cp", javaClasspath(t), class}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("InteropTool %v: %v\n%s", args[:3], err, tail(stderr.String(), 40))
+		t.Fatalf("%s: %v\n%s", class, err, tail(stderr.String(), 40))
 	}
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
+	return out
 }
 
 // javaStore are the Java settings of an Azure Blob store named blob.

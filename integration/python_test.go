@@ -248,7 +248,10 @@ while read < n:
         except Exception as e:
             refused = type(e).__name__
 raw_reader.close()
-print(json.dumps({"same": got == orders, "read": len(got), "pointers": pointers, "intact": intact, "avro_on_a_pointer": refused}))
+import hashlib
+print(json.dumps({"same": got == orders, "read": len(got), "pointers": pointers, "intact": intact, "avro_on_a_pointer": refused,
+                  "schema_id": schema_id, "schema": schema,
+                  "bodies": [hashlib.sha256(o["body"].encode()).hexdigest() for o in orders]}))
 `
 
 // TestSchemaRegistryAvroValuesThroughTheDaemon: Avro values in the Confluent
@@ -257,9 +260,12 @@ print(json.dumps({"same": got == orders, "read": len(got), "pointers": pointers,
 // package's Deserializer and then confluent-kafka-python's AvroDeserializer
 // reads the original objects, every resolved value keeps its magic byte and
 // schema id, and the AvroDeserializer given a pointer itself fails (the one
-// thing a team must not do). The schema registry is confluent-kafka-python's
-// client in mock mode, in the Python process: no schema registry server can
-// be installed here (docs/clients.md says why).
+// thing a team must not do). A Java consumer (AvroChainTool) chains
+// LargeMessageDeserializer and the wire format's Avro decoding and reads the
+// same orders. The schema registry is confluent-kafka-python's client in mock
+// mode, in the Python process, and the Java side is given the writer's schema
+// and id: no schema registry server, and no KafkaAvroDeserializer, can be
+// installed here (docs/clients.md says why).
 func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
 	t.Parallel()
 	python := pythonEnv(t)
@@ -282,11 +288,14 @@ func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
 		t.Errorf("daemon exit code %d", code)
 	}
 	var got struct {
-		Same           bool   `json:"same"`
-		Read           int    `json:"read"`
-		Pointers       int    `json:"pointers"`
-		Intact         int    `json:"intact"`
-		AvroOnAPointer string `json:"avro_on_a_pointer"`
+		Same           bool     `json:"same"`
+		Read           int      `json:"read"`
+		Pointers       int      `json:"pointers"`
+		Intact         int      `json:"intact"`
+		AvroOnAPointer string   `json:"avro_on_a_pointer"`
+		SchemaID       int      `json:"schema_id"`
+		Schema         string   `json:"schema"`
+		Bodies         []string `json:"bodies"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("python printed %q: %v", out, err)
@@ -299,6 +308,36 @@ func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
 	}
 	if got.AvroOnAPointer == "decoded" || got.AvroOnAPointer == "" {
 		t.Errorf("the AvroDeserializer given a pointer itself: %q, want a failure", got.AvroOnAPointer)
+	}
+
+	// Java: LargeMessageDeserializer, then the wire format decoded with
+	// Apache Avro and the writer's schema by its id (KafkaAvroDeserializer's
+	// steps; it is not on Maven Central).
+	lines := strings.Split(strings.TrimSpace(string(javaRun(t, "io.offloader.serde.AvroChainTool", bootstrap, slim, strconv.Itoa(n),
+		strconv.Itoa(got.SchemaID), got.Schema, "large.message.payload.store.class=azblob", "azblob.connection.string="+azureConnStr,
+		"azblob.container="+container, "large.message.store.name=payloads"))), "\n")
+	if len(lines) != n {
+		t.Fatalf("the Java chain printed %d lines, want %d", len(lines), n)
+	}
+	refused := 0
+	for i, l := range lines {
+		var j struct {
+			ID             int    `json:"id"`
+			BodySHA256     string `json:"body_sha256"`
+			PointerRefused *bool  `json:"pointer_refused"`
+		}
+		if err := json.Unmarshal([]byte(l), &j); err != nil {
+			t.Fatalf("the Java chain printed %q: %v", l, err)
+		}
+		if j.ID != i || j.BodySHA256 != got.Bodies[i] {
+			t.Errorf("the Java chain read order %d with body %s, want order %d with body %s", j.ID, j.BodySHA256, i, got.Bodies[i])
+		}
+		if j.PointerRefused != nil && *j.PointerRefused {
+			refused++
+		}
+	}
+	if refused != n/2 {
+		t.Errorf("the Avro decoding refused %d of the %d pointers given to it directly", refused, n/2)
 	}
 }
 
