@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -242,5 +243,44 @@ func TestAConnectSourceWritesPointersForLongLines(t *testing.T) {
 		if v := resolve(t, store, m); string(v) != want[i] {
 			t.Errorf("record %d resolved to %d bytes starting %.20q, want line %d (%d bytes)", i, len(v), v, i, len(want[i]))
 		}
+	}
+}
+
+// A sink whose converter is told to skip missing payloads
+// (large.message.skip.not.found.error=true) writes a record whose object is
+// gone as a null value, and the records after it as they were.
+func TestAConnectSinkSkipsAMissingPayloadWhenToldTo(t *testing.T) {
+	t.Parallel()
+	raw, slim, container := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "c")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 1, nil)
+	store := openAzurite(t, container)
+	values := []string{connectLine(0, 100<<10), connectLine(1, 50), connectLine(2, 100<<10)}
+	var recs []sourceRecord
+	for i, v := range values {
+		recs = append(recs, sourceRecord{key: []byte(strconv.Itoa(i)), value: []byte(v)})
+	}
+	produceRecords(t, raw, recs)
+	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
+	d := startDaemon(t, pipelineFile(t, "connect-skip", raw, slim, uniqueName(t, "g"), storeYAML, ""))
+	got := consumeAll(t, slim, len(recs), 60*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Fatalf("daemon exit code %d", code)
+	}
+	p, err := pointer.Decode(got[0].Value)
+	if err != nil {
+		t.Fatalf("the first slim record is not a pointer: %v", err)
+	}
+	if err := store.Delete(context.Background(), p.Key); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "sink.txt")
+	w := startConnect(t, container, map[string]string{
+		"name": "sink", "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+		"tasks.max": "1", "topics": slim, "file": out,
+	}, "value.converter.large.message.skip.not.found.error=true")
+	lines := w.waitForLines(t, out, 3)
+	if want := []string{"null", values[1], values[2]}; len(lines) != 3 || lines[0] != want[0] || lines[1] != want[1] || lines[2] != want[2] {
+		t.Errorf("the sink wrote %d lines starting %.20q, want null, then the two other values", len(lines), lines)
 	}
 }
