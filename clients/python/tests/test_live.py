@@ -87,3 +87,22 @@ def test_a_missing_object_is_not_found_on_the_real_store(make_store):
     other = Pointer("payloads", p.key.replace("sha256/", "sha256/0"), p.size, p.sha256, p.codec, p.stored_size)
     with pytest.raises(NotFound):
         Resolver({"payloads": store}).resolve(other.encode(), headers)
+
+
+@pytest.mark.parametrize("make_store", [azure_store, s3_store], ids=["azblob", "s3"])
+def test_an_object_larger_than_its_pointer_is_refused_and_an_empty_one_reads(make_store):
+    import hashlib as h
+
+    from offloader_client import Checksum
+
+    store = make_store()
+    store.put("big/one", b"b" * (4 << 20), {})
+    forged = Pointer("payloads", "big/one", 10, h.sha256(b"b" * 10).hexdigest(), "none", 10).encode()
+    with pytest.raises(Checksum):
+        Resolver({"payloads": store}).resolve(forged, [(HEADER_POINTER, b"v1")])
+    store.put("empty/one", b"", {})
+    empty = Pointer("payloads", "empty/one", 0, h.sha256(b"").hexdigest(), "none", 0).encode()
+    assert Resolver({"payloads": store}).resolve(empty, [(HEADER_POINTER, b"v1")]) == b""
+    claims = Pointer("payloads", "empty/one", 5, h.sha256(b"12345").hexdigest(), "none", 5).encode()
+    with pytest.raises(Checksum):
+        Resolver({"payloads": store}).resolve(claims, [(HEADER_POINTER, b"v1")])
