@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
 	"github.com/offloader/offloader/pointer"
 )
 
@@ -164,12 +166,7 @@ func TestAConnectSinkReadsTheSlimTopicThroughTheConverter(t *testing.T) {
 		recs = append(recs, r)
 	}
 	produceRecords(t, raw, recs)
-	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
-	d := startDaemon(t, pipelineFile(t, "connect-sink", raw, slim, uniqueName(t, "g"), storeYAML, ""))
-	got := consumeAll(t, slim, len(recs), 60*time.Second)
-	if code := d.stop(t, 45*time.Second); code != 0 {
-		t.Fatalf("daemon exit code %d", code)
-	}
+	got := throughTheDaemon(t, "connect-sink", raw, slim, container, len(recs))
 	pointers := 0
 	for _, m := range got {
 		if v, _ := headerValue(m.Headers, pointer.HeaderPointer); v == pointer.Version1 {
@@ -230,12 +227,7 @@ func TestAConnectSourceWritesPointersForLongLines(t *testing.T) {
 		}
 	}
 
-	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
-	d := startDaemon(t, pipelineFile(t, "connect-source", raw, slim, uniqueName(t, "g"), storeYAML, ""))
-	got := consumeAll(t, slim, len(want), 60*time.Second)
-	if code := d.stop(t, 45*time.Second); code != 0 {
-		t.Fatalf("daemon exit code %d", code)
-	}
+	got := throughTheDaemon(t, "connect-source", raw, slim, container, len(want))
 	for i, m := range got {
 		if !bytes.Equal(m.Value, written[i].Value) {
 			t.Errorf("record %d: the daemon changed the value (%d bytes to %d)", i, len(written[i].Value), len(m.Value))
@@ -261,12 +253,7 @@ func TestAConnectSinkSkipsAMissingPayloadWhenToldTo(t *testing.T) {
 		recs = append(recs, sourceRecord{key: []byte(strconv.Itoa(i)), value: []byte(v)})
 	}
 	produceRecords(t, raw, recs)
-	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
-	d := startDaemon(t, pipelineFile(t, "connect-skip", raw, slim, uniqueName(t, "g"), storeYAML, ""))
-	got := consumeAll(t, slim, len(recs), 60*time.Second)
-	if code := d.stop(t, 45*time.Second); code != 0 {
-		t.Fatalf("daemon exit code %d", code)
-	}
+	got := throughTheDaemon(t, "connect-skip", raw, slim, container, len(recs))
 	p, err := pointer.Decode(got[0].Value)
 	if err != nil {
 		t.Fatalf("the first slim record is not a pointer: %v", err)
@@ -283,4 +270,18 @@ func TestAConnectSinkSkipsAMissingPayloadWhenToldTo(t *testing.T) {
 	if want := []string{"null", values[1], values[2]}; len(lines) != 3 || lines[0] != want[0] || lines[1] != want[1] || lines[2] != want[2] {
 		t.Errorf("the sink wrote %d lines starting %.20q, want null, then the two other values", len(lines), lines)
 	}
+}
+
+// throughTheDaemon runs the daemon from raw to slim, offloading values over
+// 64 KiB to the Azure container (the store named payloads), until slim holds
+// n records, stops it, and returns them.
+func throughTheDaemon(t *testing.T, name, raw, slim, container string, n int) []*kafka.Message {
+	t.Helper()
+	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
+	d := startDaemon(t, pipelineFile(t, name, raw, slim, uniqueName(t, "g"), storeYAML, ""))
+	got := consumeAll(t, slim, n, 60*time.Second)
+	if code := d.stop(t, 45*time.Second); code != 0 {
+		t.Fatalf("daemon exit code %d", code)
+	}
+	return got
 }

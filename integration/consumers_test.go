@@ -145,19 +145,6 @@ transforms:
 		l.Size, l.SHA256 = digest(r.value)
 		want[l.Key] = l
 	}
-	check := func(reader string, lines []line) {
-		t.Helper()
-		if len(lines) != len(recs) {
-			t.Errorf("%s reported %d records, want %d", reader, len(lines), len(recs))
-		}
-		for _, l := range lines {
-			w := want[l.Key]
-			w.Partition, w.Offset = l.Partition, l.Offset
-			if l.String() != w.String() {
-				t.Errorf("%s: %s, want %s", reader, l, w)
-			}
-		}
-	}
 
 	// 1. The Go library.
 	file, err := config.Load(cfg, config.Options{})
@@ -175,7 +162,7 @@ transforms:
 	if pointers != 18 {
 		t.Errorf("%d pointers in the slim topic, want 18 (6 to each store)", pointers)
 	}
-	check("Go resolver", goLines)
+	readAsWritten(t, "Go resolver", goLines, want)
 
 	// 2. offloader cat.
 	out, err := exec.Command(offloaderBinary(t), "cat", "-F", cfg).Output()
@@ -207,7 +194,7 @@ transforms:
 		l.Size, l.SHA256 = digest(v)
 		catLines = append(catLines, l)
 	}
-	check("offloader cat", catLines)
+	readAsWritten(t, "offloader cat", catLines, want)
 	out, err = exec.Command(offloaderBinary(t), "cat", "-F", cfg, "-o", "offset:10", "--count", "4").Output()
 	if err != nil {
 		t.Fatalf("offloader cat --from offset:10: %v", err)
@@ -235,7 +222,7 @@ transforms:
 			t.Fatalf("python %s: %v\n%s", example, err, stderr.String())
 		}
 		pyLines = parseLines(t, example, out)
-		check(example, pyLines)
+		readAsWritten(t, example, pyLines, want)
 	}
 	sortLines := func(ls []line) []string {
 		var s []string
