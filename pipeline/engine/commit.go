@@ -95,8 +95,9 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 // waits for the rest), that a failure rewound the batch, or, unless final,
 // that nothing is finished to commit and the batch goes on being collected;
 // otherwise the whole batch is to be waited for: all of it is finished, or a
-// failure broke it, or a store outage is being waited out (its batch commits whole, once the failed
-// record passes; nothing of it was produced meanwhile: see produceReady).
+// failure broke it, or a store outage is being waited out (its batch commits
+// whole, once the failed record passes; nothing of it was produced
+// meanwhile: see produceReady).
 func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final bool) (done bool, _ error) {
 	if e.outage() || ctx.Err() != nil {
 		return false, nil
