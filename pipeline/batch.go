@@ -54,9 +54,6 @@ type Batch struct {
 	// queue is the records waiting for a worker, by lane.
 	queue queue
 
-	// finished is signalled when a worker finishes a record (AwaitProgress).
-	finished chan struct{}
-
 	// uploading and waiting count the records on workers (past the quick
 	// steps: store uploads, mostly) and those waiting for a worker or for
 	// room in Workers.Bytes.
@@ -121,7 +118,6 @@ func NewBatch(ctx context.Context, chain Chain, workers Workers, isolate func(*R
 	}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	b.queue.init()
-	b.finished = make(chan struct{}, 1)
 	context.AfterFunc(b.ctx, b.queue.close) // a broken batch wakes its workers and Add
 	return b
 }
@@ -187,10 +183,6 @@ func (b *Batch) worker() {
 	for j := b.queue.take(); j != nil; j = b.queue.take() {
 		b.run(j)
 		b.queue.done(j)
-		select {
-		case b.finished <- struct{}{}:
-		default:
-		}
 	}
 }
 
@@ -300,8 +292,7 @@ func (b *Batch) AwaitProgress(d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-b.queue.freed:
-	case <-b.finished:
+	case <-b.queue.moved:
 	case <-timer.C:
 	case <-b.ctx.Done():
 	}

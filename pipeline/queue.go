@@ -15,14 +15,14 @@ type queue struct {
 	n       int       // jobs waiting in all
 	turn    int       // the lane ties start from
 	closed  bool
-	// freed is signalled when a job is taken, for a caller that waits for
-	// room without blocking in put (Batch.AwaitProgress).
-	freed chan struct{}
+	// moved is signalled when a job is taken or done, for a caller that
+	// waits for room or for a result without blocking (Batch.AwaitProgress).
+	moved chan struct{}
 }
 
 func (q *queue) init() {
 	q.work.L, q.room.L = &q.mu, &q.mu
-	q.freed = make(chan struct{}, 1)
+	q.moved = make(chan struct{}, 1)
 }
 
 // put adds j to its lane once fewer than limit jobs are waiting. It reports
@@ -71,10 +71,7 @@ func (q *queue) take() *job {
 	q.running[best]++
 	q.n--
 	q.room.Signal()
-	select {
-	case q.freed <- struct{}{}:
-	default:
-	}
+	q.signalMoved()
 	return j
 }
 
@@ -90,6 +87,15 @@ func (q *queue) done(j *job) {
 	q.mu.Lock()
 	q.running[j.lane]--
 	q.mu.Unlock()
+	q.signalMoved()
+}
+
+// signalMoved signals moved, unless a signal is already waiting there.
+func (q *queue) signalMoved() {
+	select {
+	case q.moved <- struct{}{}:
+	default:
+	}
 }
 
 // close wakes every worker and the producer: take hands out what is waiting

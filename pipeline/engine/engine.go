@@ -166,7 +166,8 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.obey(work); err != nil {
 			return rep, err
 		}
-		if e.batch.proc != nil && (e.batch.proc.Full() || e.batch.held >= e.opts.Commit.MaxBytes) {
+		atBound := e.batch.held >= e.opts.Commit.MaxBytes
+		if e.batch.proc != nil && (e.batch.proc.Full() || atBound) {
 			// Every upload slot is taken and as many records wait for one,
 			// or the records in hand hold commit.max_bytes: no record is
 			// taken in until one is taken on or handed out (records not
@@ -174,7 +175,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			// finishes meanwhile is produced and committed on its schedule,
 			// so that no transaction stays open while uploads run and the
 			// uploads never drain to let the batch commit.
-			if e.batch.held >= e.opts.Commit.MaxBytes && e.committer.inFlight() != nil {
+			if atBound && e.committer.inFlight() != nil {
 				// Nothing in hand is produced before the commit in flight
 				// settles (an abort rewinds the batch: see produceReady).
 				if _, err := e.settle(work, true); err != nil {
