@@ -57,18 +57,9 @@ def header_list(headers: Headers) -> List[Tuple[str, Optional[bytes]]]:
     return out
 
 
-def last_header(headers: Headers, name: str) -> Tuple[bool, Optional[bytes]]:
-    """Whether a header of that name is present, and the last one's value (the last wins)."""
-    found, value = False, None
-    for k, v in header_list(headers):
-        if k == name:
-            found, value = True, v
-    return found, value
-
-
 def is_pointer(headers: Headers) -> bool:
     """Whether the headers mark a pointer record (an offloader-pointer header, whatever its value)."""
-    return last_header(headers, HEADER_POINTER)[0]
+    return any(name == HEADER_POINTER for name, _ in header_list(headers))
 
 
 def well_formed(text: str) -> bool:

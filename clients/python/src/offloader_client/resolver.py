@@ -10,7 +10,7 @@ from typing import Dict, Mapping, Optional
 from . import codecs
 from .errors import Checksum, Malformed, PointerError, TooLarge, Unavailable, UnknownStore, UnknownVersion
 from .pointer import (CODECS, HEADER_INLINE_CODEC, HEADER_INLINE_SIZE, HEADER_POINTER, VERSION_1, Headers, Pointer,
-                      check_key, last_header, parse, sha256_hex)
+                      check_key, header_list, parse, sha256_hex)
 from .stores import Store
 
 DEFAULT_MAX_BYTES = 64 << 20
@@ -40,15 +40,14 @@ class Resolver:
             raise Unavailable(f"resolving: {type(e).__name__}: {e}") from e
 
     def _resolve(self, value: Optional[bytes], headers: Headers) -> Optional[bytes]:
-        marked, version = last_header(headers, HEADER_POINTER)
-        if marked:
-            if version != VERSION_1.encode():
-                raise UnknownVersion(f"unknown pointer version {version!r}: this reader knows 'v1'")
+        h = dict(header_list(headers))  # the last header of a name wins
+        if HEADER_POINTER in h:
+            if h[HEADER_POINTER] != VERSION_1.encode():
+                raise UnknownVersion(f"unknown pointer version {h[HEADER_POINTER]!r}: this reader knows 'v1'")
             return self.resolve_pointer(parse(value))
-        has_codec, codec = last_header(headers, HEADER_INLINE_CODEC)
-        if not has_codec or value is None:
+        if HEADER_INLINE_CODEC not in h or value is None:
             return value
-        size = last_header(headers, HEADER_INLINE_SIZE)[1] or b""
+        codec, size = h[HEADER_INLINE_CODEC], h.get(HEADER_INLINE_SIZE) or b""
         if not _DECIMAL.match(size):
             raise Malformed(f"an inline-compressed value whose {HEADER_INLINE_SIZE} is not a decimal size")
         n = int(size)

@@ -15,7 +15,7 @@ from . import codecs
 from .errors import NotFound
 from .estimate import record_size
 from .pointer import (CODECS, HEADER_INLINE_CODEC, HEADER_INLINE_SIZE, HEADER_LARGE_MESSAGE, HEADER_POINTER, VERSION_1,
-                      Pointer, check_key, is_pointer, sha256_hex)
+                      Pointer, check_key, header_list, is_pointer, sha256_hex)
 from .resolver import Resolver
 from .stores import Store
 
@@ -80,7 +80,7 @@ class Serializer:
         if self.codec != codecs.NONE:
             stored = codecs.encode(self.codec, data)
             inline = [(HEADER_INLINE_CODEC, self.codec.encode()), (HEADER_INLINE_SIZE, str(len(data)).encode())]
-            if record_size(None, stored, list(_pairs(headers)) + inline) <= self.threshold:
+            if record_size(None, stored, header_list(headers) + inline) <= self.threshold:
                 _add(headers, inline)
                 return stored
         digest = sha256_hex(data)
@@ -89,10 +89,6 @@ class Serializer:
                                      "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
         _add(headers, [(HEADER_LARGE_MESSAGE, b"true"), (HEADER_POINTER, VERSION_1.encode())])
         return Pointer(self.store_name, key, len(data), digest, self.codec, len(stored)).encode()
-
-
-def _pairs(headers: Any) -> Any:
-    return headers.items() if isinstance(headers, dict) else headers
 
 
 def _add(headers: Any, pairs: Any) -> None:

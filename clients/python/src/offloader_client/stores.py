@@ -10,10 +10,12 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Optional, Protocol
+from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
 
 from .errors import Checksum, NotFound, PointerError, Refused, Unavailable
 from .pointer import check_key, sha256_hex
+
+T = TypeVar("T")
 
 
 class Store(Protocol):
@@ -185,25 +187,31 @@ class HttpStore:
             req.add_header(*self.auth)
         return req
 
-    def get(self, key: str, limit: int) -> bytes:
+    def _open(self, op: str, key: str, req: urllib.request.Request, read: Callable[[Any], T]) -> T:
+        """read of the response to req; the store's failures as the format's classes."""
         try:
-            with self.opener.open(self._request("GET", key), timeout=self.timeout) as resp:
-                length = resp.headers.get("Content-Length")
-                if length is not None and int(length) > limit:
-                    raise Checksum(f"http store: {key} holds {length} bytes, more than the {limit} expected")
-                data = resp.read(limit + 1)
-                if length is not None and len(data) != int(length):
-                    raise Unavailable(f"http store: get {key}: the body has {len(data)} bytes, Content-Length said {length}")
-                want = resp.headers.get("X-Offloader-Sha256")
-                if want is not None and want != sha256_hex(data):
-                    raise Unavailable(f"http store: get {key}: the body does not match the server's X-Offloader-Sha256")
-                return data
+            with self.opener.open(req, timeout=self.timeout) as resp:  # a status other than 2xx raises HTTPError
+                return read(resp)
         except PointerError:
             raise
         except urllib.error.HTTPError as e:
-            raise _status_error("http store", "get", key, e.code, e.reason) from e
+            raise _status_error("http store", op, key, e.code, e.reason) from e
         except (urllib.error.URLError, OSError) as e:
-            raise Unavailable(f"http store: get {key}: {e}") from e
+            raise Unavailable(f"http store: {op} {key}: {e}") from e
+
+    def get(self, key: str, limit: int) -> bytes:
+        def read(resp: Any) -> bytes:
+            length = resp.headers.get("Content-Length")
+            if length is not None and int(length) > limit:
+                raise Checksum(f"http store: {key} holds {length} bytes, more than the {limit} expected")
+            data: bytes = resp.read(limit + 1)
+            if length is not None and len(data) != int(length):
+                raise Unavailable(f"http store: get {key}: the body has {len(data)} bytes, Content-Length said {length}")
+            want = resp.headers.get("X-Offloader-Sha256")
+            if want is not None and want != sha256_hex(data):
+                raise Unavailable(f"http store: get {key}: the body does not match the server's X-Offloader-Sha256")
+            return data
+        return self._open("get", key, self._request("GET", key), read)
 
     def put(self, key: str, data: bytes, metadata: Dict[str, str]) -> None:
         req = self._request("PUT", key, data)
@@ -211,13 +219,4 @@ class HttpStore:
         req.add_header("X-Offloader-Sha256", sha256_hex(data))
         for k, v in metadata.items():
             req.add_header("X-Offloader-Meta-" + k, v)
-        try:
-            with self.opener.open(req, timeout=self.timeout) as resp:
-                if resp.status // 100 != 2:
-                    raise _status_error("http store", "put", key, resp.status, resp.reason)
-        except PointerError:
-            raise
-        except urllib.error.HTTPError as e:
-            raise _status_error("http store", "put", key, e.code, e.reason) from e
-        except (urllib.error.URLError, OSError) as e:
-            raise Unavailable(f"http store: put {key}: {e}") from e
+        self._open("put", key, req, lambda resp: None)
