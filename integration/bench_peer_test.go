@@ -58,26 +58,25 @@ func BenchmarkPeer(b *testing.B) {
 			if w.name != "W1-1KiB" {
 				plain += plainStoreWrites(b, "azblob", 400, 1<<20, 16)
 			}
-			var ours, peer [2]peerRun
+			var ours, peer [2]pipelineRunResult
 			for i, peerFirst := range []bool{false, true, true, false} {
 				slim, container := uniqueName(b, "slim"), uniqueName(b, "c")
 				createTopic(b, slim, 3, nil)
 				syscall.Sync()
-				var r peerRun
+				var r pipelineRunResult
 				if peerFirst {
 					r = runPeer(b, cp, raw, slim, container, threshold, w.records)
 					peer[i/2] = r
 				} else {
 					store := fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
-					run := pipelineRunWith(b, raw, slim, w.records, store)
-					r = peerRun{elapsed: run.elapsed, steady: run.lastTook, steadyRecords: run.lastRecords, rss: run.rss, cpu: run.cpu}
+					r = pipelineRunWith(b, raw, slim, w.records, store)
 					ours[i/2] = r
 				}
 				deleteContainer(b, container)
 				deleteTopics(b, []string{slim})
 				who := map[bool]string{false: "offloader", true: "peer"}[peerFirst]
 				b.Logf("%s %s: %.1f MB/s start to end, %.1f records/s in the second half, peak RSS %d MiB, CPU %.1f s",
-					w.name, who, mb/r.elapsed.Seconds(), float64(r.steadyRecords)/r.steady.Seconds(), r.rss>>20, r.cpu.Seconds())
+					w.name, who, mb/r.elapsed.Seconds(), r.steadyRate(), r.rss>>20, r.cpu.Seconds())
 			}
 			deleteTopics(b, []string{raw})
 			o, p := ours[0].plus(ours[1]), peer[0].plus(peer[1])
@@ -102,27 +101,10 @@ func BenchmarkPeer(b *testing.B) {
 	}
 }
 
-// peerRun is what one run of offloader or the peer measured: from its start
-// to its last commit, the second half of its records, its peak RSS and CPU.
-type peerRun struct {
-	elapsed, steady time.Duration
-	steadyRecords   int
-	rss             int64
-	cpu             time.Duration
-}
-
-// plus adds two runs' times, records and CPU, and keeps the higher peak.
-func (r peerRun) plus(o peerRun) peerRun {
-	return peerRun{elapsed: r.elapsed + o.elapsed, steady: r.steady + o.steady, steadyRecords: r.steadyRecords + o.steadyRecords,
-		rss: max(r.rss, o.rss), cpu: r.cpu + o.cpu}
-}
-
-func (r peerRun) steadyRate() float64 { return float64(r.steadyRecords) / r.steady.Seconds() }
-
 // runPeer runs PeerPipeline from raw to slim, offloading values over
 // threshold bytes to container (created here), until its group committed n
 // records.
-func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r peerRun) {
+func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r pipelineRunResult) {
 	b.Helper()
 	client, err := sdk.NewClientFromConnectionString(azureConnStr, nil)
 	if err != nil {
@@ -159,7 +141,7 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 	var half time.Time
 	for committed := committedTotal(b, admin, app, raw); committed < int64(n); committed = committedTotal(b, admin, app, raw) {
 		if half.IsZero() && committed >= int64(n/2) {
-			half, r.steadyRecords = time.Now(), n-int(committed)
+			half, r.lastRecords = time.Now(), n-int(committed)
 		}
 		if strings.Contains(output(), "ERROR") || time.Now().After(deadline) {
 			b.Fatalf("the peer committed %d of %d records:\n%s", committed, n, output())
@@ -167,7 +149,7 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.elapsed = time.Since(start)
-	r.steady = time.Since(half)
+	r.lastTook = time.Since(half)
 	r.rss, r.cpu = peakRSS(b, cmd.Process.Pid), processCPU(b, cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()

@@ -38,21 +38,19 @@ func BenchmarkStoreBandwidth(b *testing.B) {
 	mb := float64(2*n*size) / 1e6 // each runs twice
 	for range b.N {
 		for _, store := range []string{"filesystem", "azblob", "http"} {
-			var plain, piped, lastTook time.Duration
-			var rss int64
-			var lastRecords int
+			var plain time.Duration
+			var runs pipelineRunResult
 			for _, pipelineFirst := range []bool{false, true} {
 				if !pipelineFirst {
 					plain += plainStoreWrites(b, store, n, size, workers)
 				}
-				run := pipelineStoreRun(b, store, n, size)
-				piped, rss = piped+run.elapsed, max(rss, run.rss)
-				lastRecords, lastTook = lastRecords+run.lastRecords, lastTook+run.lastTook
+				runs = runs.plus(pipelineStoreRun(b, store, n, size))
 				if pipelineFirst {
 					plain += plainStoreWrites(b, store, n, size, workers)
 				}
 			}
-			steady := float64(lastRecords*size) / 1e6 / lastTook.Seconds()
+			piped, rss := runs.elapsed, runs.rss
+			steady := runs.steadyRate() * size / 1e6
 			b.Logf("%s: plain loop %.1f MB/s, pipeline %.1f MB/s from start to end, %.1f MB/s in its second half (peak RSS %d MiB)",
 				store, mb/plain.Seconds(), mb/piped.Seconds(), steady, rss>>20)
 			b.ReportMetric(mb/plain.Seconds(), store+"-plain-MB/s")

@@ -375,6 +375,15 @@ type pipelineRunResult struct {
 	lastTook    time.Duration
 }
 
+// plus adds two runs' times, records and CPU, and keeps the higher peak.
+func (r pipelineRunResult) plus(o pipelineRunResult) pipelineRunResult {
+	return pipelineRunResult{elapsed: r.elapsed + o.elapsed, lastTook: r.lastTook + o.lastTook, lastRecords: r.lastRecords + o.lastRecords,
+		rss: max(r.rss, o.rss), cpu: r.cpu + o.cpu}
+}
+
+// steadyRate is the records per second of the run's second half.
+func (r pipelineRunResult) steadyRate() float64 { return float64(r.lastRecords) / r.lastTook.Seconds() }
+
 // pipelineRunWith is pipelineRun with the store named payloads given as the
 // YAML of its settings, and env for the daemon (OFFLOADER_ overrides).
 func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (r pipelineRunResult) {

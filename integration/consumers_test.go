@@ -91,10 +91,7 @@ func parseLines(t *testing.T, reader string, out []byte) []line {
 // slim topic to the very bytes produced.
 func TestConsumersResolveByteForByte(t *testing.T) {
 	t.Parallel()
-	python, err := exec.Command("../scripts/python-env.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/python-env.sh: %v", err)
-	}
+	python := pythonEnv(t)
 	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
 	createTopic(t, raw, 2, map[string]string{"max.message.bytes": "8388608"})
 	createTopic(t, slim, 2, nil)
@@ -211,7 +208,7 @@ transforms:
 	// the minimal reader of the documented format (docs/pointer-format.md).
 	var pyLines []line
 	for _, example := range []string{"resolve_pointers.py", "minimal_reader.py"} {
-		cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/"+example, bootstrap, slim,
+		cmd := exec.Command(python, "../docs/examples/"+example, bootstrap, slim,
 			"blob=azblob:"+container, "disk=file:"+root, "bucket=s3:"+bucket)
 		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr,
 			"AWS_ENDPOINT_URL="+s3Endpoint, "AWS_S3_ADDRESSING_STYLE=path")

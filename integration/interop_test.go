@@ -216,11 +216,8 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	}
 	readAsWritten(t, "offloader cat", parseLines(t, "offloader cat", out), written)
 
-	python, err := exec.Command("../scripts/python-env.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/python-env.sh: %v", err)
-	}
-	cmd := exec.Command(strings.TrimSpace(string(python)), "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
+	python := pythonEnv(t)
+	cmd := exec.Command(python, "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -401,15 +398,12 @@ for c in doc["cases"]:
 // the same vectors: TestThePythonPackagePasses).
 func TestTheMinimalPythonReaderRefusesTheVectorsAlike(t *testing.T) {
 	t.Parallel()
-	python, err := exec.Command("../scripts/python-env.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/python-env.sh: %v", err)
-	}
+	python := pythonEnv(t)
 	v, _, err := resolvertest.Load("../pointer/testdata/vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(strings.TrimSpace(string(python)), "-c", pythonVectors)
+	cmd := exec.Command(python, "-c", pythonVectors)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -40,10 +40,7 @@ for case in json.load(sys.stdin):
 // refuse the same forged ones: one rule, as documented.
 func TestGoAndPythonReadersAgreeOnPointers(t *testing.T) {
 	t.Parallel()
-	python, err := exec.Command("../scripts/python-env.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/python-env.sh: %v", err)
-	}
+	python := pythonEnv(t)
 	root := t.TempDir()
 	store := openFS(t, root)
 	payload := []byte("the payload, nineteen+")
@@ -103,7 +100,7 @@ func TestGoAndPythonReadersAgreeOnPointers(t *testing.T) {
 		in = append(in, wire{Value: base64.StdEncoding.EncodeToString(c.value), Headers: c.headers})
 	}
 	stdin, _ := json.Marshal(in)
-	cmd := exec.Command(strings.TrimSpace(string(python)), "-c", pythonVerdicts, "../docs/examples", root)
+	cmd := exec.Command(python, "-c", pythonVerdicts, "../docs/examples", root)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
