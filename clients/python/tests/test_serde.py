@@ -108,15 +108,24 @@ def test_forged_pointers_are_refused(tmp_path):
         de(Pointer(p.store, "link", p.size, p.sha256, p.codec, p.stored_size).encode(), Ctx(headers))
 
 
-def test_a_decompression_bomb_stops_at_the_claimed_size(tmp_path):
-    import zstandard
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "lz4"])
+def test_a_decompression_bomb_stops_at_the_claimed_size(tmp_path, codec):
+    from offloader_client import codecs
 
+    bomb = codecs.encode(codec, b"\0" * (32 << 20))
+    assert len(codecs.decode(codec, bomb, 10)) == 11  # size + 1: enough to see it is too long, no more
     store = FilesystemStore(str(tmp_path))
-    bomb = zstandard.ZstdCompressor().compress(b"\0" * (32 << 20))
     store.put("bomb", bomb, {})
-    forged = Pointer("payloads", "bomb", 10, hashlib.sha256(b"\0" * 10).hexdigest(), "zstd", len(bomb)).encode()
+    forged = Pointer("payloads", "bomb", 10, hashlib.sha256(b"\0" * 10).hexdigest(), codec, len(bomb)).encode()
     with pytest.raises(Checksum):
         Resolver({"payloads": store}).resolve(forged, [(HEADER_POINTER, b"v1")])
+
+
+def test_a_snappy_block_claiming_more_than_the_pointer_is_refused_before_decoding():
+    from offloader_client import codecs
+
+    with pytest.raises(Checksum, match="more than"):
+        codecs.decode("snappy", codecs.encode("snappy", b"\0" * (1 << 20)), 10)
 
 
 def test_an_inner_serializer_chains_as_kip_1159s_does(tmp_path):
