@@ -13,7 +13,7 @@ TESTFLAGS ?= -count=1 -timeout 15m -parallel 4
 # result and time, then the totals; it exits as go test does.
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 
-.PHONY: build demo bench test java-deps unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
+.PHONY: build demo bench bench-release test java-deps unit integration fuzz cover vet fmt-check services-start services-stop services-status docker clean
 
 build:
 	CGO_ENABLED=1 $(GO) build $(BUILDFLAGS) -o bin/offloader ./cmd/offloader
@@ -36,6 +36,22 @@ bench:
 	$(GO) test -run '^$$' -bench PerRecord -benchtime 10x ./pipeline/engine/
 	$(GO) test -run '^$$' -bench OffloadPath -benchtime 2s ./transforms/
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
+	@$(MAKE) --no-print-directory bench-release
+
+## bench-release: the release guard. Builds RELEASE (default: the newest
+## release tag; any tag or commit) into .cache/release and runs it and this
+## tree alternately on the same broker, records and stores, quiet and beside
+## busy processes (docs/benchmarks.md, "The release guard"). RELEASE_ROUNDS
+## rounds per workload (4), RELEASE_LOAD quiet, busy or quiet,busy,
+## RELEASE_BENCH a -bench pattern to pick workloads.
+RELEASE        ?=
+RELEASE_ROUNDS ?= 4
+RELEASE_LOAD   ?= quiet,busy
+RELEASE_BENCH  ?= Release
+bench-release:
+	@bin=$$(scripts/release-build.sh $(RELEASE)) && \
+	RELEASE_GUARD_BINARY=$$bin RELEASE_GUARD_ROUNDS=$(RELEASE_ROUNDS) RELEASE_GUARD_LOAD=$(RELEASE_LOAD) \
+	  scripts/with-services.sh $(GO) test -run '^$$' -bench '$(RELEASE_BENCH)' -benchtime 1x -timeout 240m ./integration/
 
 ## test: vet, format check, unit and integration tests with real Kafka + Azurite
 ## (a line per test with its time, the ten slowest at the end), then the

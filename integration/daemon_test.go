@@ -80,7 +80,14 @@ func startDaemon(t testing.TB, configFile string, env ...string) *daemon {
 // startOffloader starts the offloader binary with args and env.
 func startOffloader(t testing.TB, args []string, env ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), args...)
+	return startBinary(t, offloaderBinary(t), args, env...)
+}
+
+// startBinary starts bin, an offloader binary (this tree's, or an earlier
+// version's for the release guard), with args and env.
+func startBinary(t testing.TB, bin string, args []string, env ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	d := &daemon{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{d.mu, d.log}
 	cmd.Stderr = lockedWriter{d.mu, d.log}
