@@ -162,7 +162,7 @@ type Store struct {
 // Open connects to the account and checks that the container exists, creating it
 // when the config allows.
 func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport := stores.Transport()
 	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	opts := &sdk.ClientOptions{ClientOptions: policy.ClientOptions{
 		// No redirect is followed: only the account itself may answer an

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +27,9 @@ type fakeBlob struct {
 	containers       map[string]bool
 	blobs            map[string]fakeBlobObject // container/name
 	blocks           map[string]map[string][]byte
-	storetest.Faults     // refusals the test names
-	pageMax          int // keys per listing page: 2, so that the conformance suite's listing spans pages
+	storetest.Faults               // refusals the test names
+	pageMax          int           // keys per listing page: 2, so that the conformance suite's listing spans pages
+	conns            *atomic.Int64 // connections accepted
 }
 
 type fakeBlobObject struct {
@@ -42,9 +43,9 @@ const fakeAccount = "/devstoreaccount1/"
 
 func startFakeBlob(t *testing.T) (*fakeBlob, string) {
 	f := &fakeBlob{containers: map[string]bool{"c": true}, blobs: map[string]fakeBlobObject{}, blocks: map[string]map[string][]byte{}, pageMax: 2}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	return f, srv.URL
+	url, conns := storetest.Serve(t, f)
+	f.conns = conns
+	return f, url
 }
 
 func blobError(w http.ResponseWriter, r *http.Request, status int, code string) {

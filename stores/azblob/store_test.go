@@ -112,3 +112,14 @@ func TestValidateNamesEachSetting(t *testing.T) {
 		t.Fatalf("the defaults: %v", none)
 	}
 }
+
+// Uploads at the pipeline's default concurrency reuse their connections (a
+// clone of Go's default transport kept 2 idle ones per host).
+func TestUploadsReuseConnections(t *testing.T) {
+	fake, url := startFakeBlob(t)
+	s, err := openFake(t, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.ReusesConnections(t, s, fake.conns)
+}

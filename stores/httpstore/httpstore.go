@@ -155,7 +155,7 @@ func Open(name string, cfg Config) (*Store, error) {
 		}
 		tlsCfg.Certificates = []tls.Certificate{cert}
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport := stores.Transport()
 	transport.TLSClientConfig = tlsCfg
 	c := retryablehttp.NewClient()
 	// No redirect is followed: Go turns a PUT answered 302 into a GET

@@ -217,3 +217,10 @@ func TestARedirectIsNoUpload(t *testing.T) {
 		t.Errorf("the auth header reached the redirect's host %d times", n)
 	}
 }
+
+// Uploads at the pipeline's default concurrency reuse their connections (a
+// clone of Go's default transport kept 2 idle ones per host).
+func TestUploadsReuseConnections(t *testing.T) {
+	srv := httpstoretest.New(t, false, 0)
+	storetest.ReusesConnections(t, open(t, srv.URL, 5*time.Second), srv.Conns)
+}

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +33,8 @@ type fakeS3 struct {
 	// GET's body and closes the connection.
 	storetest.Faults
 	cut     int
-	pageMax int // keys per listing page: 2, so that the conformance suite's listing spans pages
+	pageMax int           // keys per listing page: 2, so that the conformance suite's listing spans pages
+	conns   *atomic.Int64 // connections accepted
 }
 
 type fakeObject struct {
@@ -50,9 +51,9 @@ type fakeUpload struct {
 
 func startFakeS3(t *testing.T) (*fakeS3, string) {
 	f := &fakeS3{buckets: map[string]bool{"b": true}, objects: map[string]fakeObject{}, uploads: map[string]*fakeUpload{}, pageMax: 2}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	return f, srv.URL
+	url, conns := storetest.Serve(t, f)
+	f.conns = conns
+	return f, url
 }
 
 func s3Error(w http.ResponseWriter, status int, code string) {

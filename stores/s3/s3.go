@@ -136,7 +136,8 @@ func Open(ctx context.Context, name string, cfg Config) (*Store, error) {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}
 	opts = append(opts, awsconfig.WithRetryMaxAttempts(cfg.MaxAttempts),
-		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(cfg.TryTimeout)))
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(cfg.TryTimeout).
+			WithTransportOptions(func(t *http.Transport) { stores.KeepIdle(t) })))
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store %q: loading the AWS configuration: %w", name, err)

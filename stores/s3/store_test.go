@@ -131,3 +131,14 @@ func TestAFailedMultipartUploadIsAborted(t *testing.T) {
 		t.Fatalf("%d multipart uploads left open, %d started; want the one started aborted", len(fake.uploads), fake.nextID)
 	}
 }
+
+// Uploads at the pipeline's default concurrency reuse their connections
+// (the SDK's transport kept 10 idle ones per host).
+func TestUploadsReuseConnections(t *testing.T) {
+	fake, url := startFakeS3(t)
+	s, err := openFake(t, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.ReusesConnections(t, s, fake.conns)
+}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/stores/storetest"
 )
 
 // Token is the bearer token the server wants.
@@ -28,6 +29,8 @@ const Token = "s3cr3t"
 type Server struct {
 	// URL is the store's url setting.
 	URL string
+	// Conns counts the connections clients opened.
+	Conns *atomic.Int64
 
 	mu      sync.Mutex
 	objects map[string]object
@@ -127,9 +130,8 @@ func (s *Server) Seed(key string, data []byte, meta map[string]string, modified 
 // with its Content-Length and a part of the bytes; 502 to other requests).
 func New(t testing.TB, faults bool, stall time.Duration) *Server {
 	s := &Server{objects: map[string]object{}, faults: faults, stall: stall, pageSize: 2}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL + "/base"
+	url, conns := storetest.Serve(t, s)
+	s.URL, s.Conns = url+"/base", conns
 	return s
 }
 
