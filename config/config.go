@@ -59,9 +59,9 @@ type Pipeline struct {
 // Memory is the memory budget: one figure that bounds everything the
 // instance holds for records in flight, whatever the number of partitions
 // (docs/benchmarks.md, "The memory budget"). The consumer's prefetch, the
-// batch in hand and the uploads in progress take a quarter each, the
-// producer's queue a sixteenth; peak RSS is a fixed overhead (about 100 MiB)
-// plus the budget.
+// batch in hand, the uploads in progress and the producer's queue take a
+// quarter each; peak RSS is a fixed overhead (about 100 MiB) plus the
+// budget.
 // A record larger than the budget still goes through, alone. librdkafka
 // properties set under kafka.consumer and kafka.producer
 // (queued.max.messages.kbytes, fetch.max.bytes, max.partition.fetch.bytes,

@@ -28,6 +28,7 @@ import (
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
+	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -148,7 +149,14 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("batch", settings.Size(batchBytes).String()),
 		zap.String("uploads", settings.Size(plan.Uploads).String()),
 		zap.Int("max_uploads", plan.MaxUploads),
-		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()))
+		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()),
+		zap.String("kafka_client_heap", settings.Size(plan.ClientHeap).String()))
+	var prefetch engine.PrefetchBound
+	if _, ok := kafka.ClientHeap(); ok {
+		inUse := func() int64 { n, _ := kafka.ClientHeap(); return n }
+		prefetch = &memory.Gauge{InUse: inUse, Limit: plan.ClientHeap}
+		d.metrics.WatchClientHeap(inUse, plan.ClientHeap)
+	}
 	if d.group, d.session, err = kafka.Connect(ctx, d.kafka, plan, logger, kafka.SessionMetrics{Replaced: d.metrics.ReplacedProducers, CallSeconds: d.metrics.TxnCallSeconds}); err != nil {
 		return nil, err
 	}
@@ -192,6 +200,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		SourcePartitions:   topology.SourcePartitions,
 		Until:              d.until,
 		Throttle:           throttle(o.MaxRecordsPerSecond),
+		Prefetch:           prefetch,
 		Committed:          o.Committed,
 		ShutdownTimeout:    ShutdownTimeout,
 		Logger:             logger,

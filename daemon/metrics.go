@@ -72,3 +72,5 @@ func (e engineMetrics) Uploads(inFlight, waiting int) {
 	e.m.UploadsInFlight.Set(float64(inFlight))
 	e.m.UploadsWaiting.Set(float64(waiting))
 }
+
+func (e engineMetrics) PrefetchPaused() { e.m.PrefetchPauses.Inc() }

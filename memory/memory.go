@@ -14,11 +14,11 @@
 //   - the producer's queue (queue.buffering.max.kbytes), which holds what
 //     was produced until the broker acknowledges it.
 //
-// Each takes a quarter, but for the producer's queue: a sixteenth (at least
-// two of the largest record it may be given) kept the same rate, as the
-// commit every commit.interval drains it anyway, and with 1 KiB records
-// librdkafka held some 50 MiB more for a queue of a quarter of 128 MiB than
-// for one of a sixteenth (docs/benchmarks.md, "The produce queue"). Peak RSS
+// Each takes a quarter (the producer's queue at least two of the largest
+// records it may be given): a produce queue of a sixteenth held some 50 MiB
+// less with 1 KiB records, and with the prefetch's count bound of the time
+// ran them at 0.87 of the release before (docs/benchmarks.md, "The release
+// guard"). What librdkafka's bounds do not count is bounded by Gauge. Peak RSS
 // is then a fixed overhead (the Go runtime,
 // librdkafka's threads and buffers, the stores' clients) plus the budget,
 // whatever the partitions. A record larger than a share still goes through,
@@ -48,53 +48,53 @@ type Plan struct {
 	// ProduceMessages queue.buffering.max.messages.
 	ProduceQueue    int64
 	ProduceMessages int
+	// ClientHeap is what librdkafka may hold in the C heap: the prefetch
+	// queue, a fetch response per broker, the produce queue and
+	// ClientOverhead. Past it the source pauses (Gauge).
+	ClientHeap int64
 }
 
 // HeapOverhead is what the Go heap holds besides records: the clients of
 // Kafka and the stores, metrics, logs.
 const HeapOverhead = 32 << 20
 
-// HeapLimit is the Go heap a budget of inFlight allows: the batch's share,
-// plus the uploads' share when encodes (the steps make new buffers of values:
-// an offload that compresses, inline compression, rehydration), plus
-// HeapOverhead; the prefetch and the produce queue are librdkafka's, in C.
-// An uncompressed value on its way to a store is the record's own, in the
-// batch's share. Collecting when the heap reaches the limit (GOGC=off,
-// GOMEMLIMIT at it) keeps the garbage of records already produced within the
-// budget too, and makes collections as rare as the budget allows.
-func HeapLimit(inFlight int64, encodes bool) int64 {
-	limit := inFlight/4 + HeapOverhead
-	if encodes {
-		limit += inFlight / 4
-	}
-	return limit
-}
+// HeapLimit is the Go heap a budget of inFlight allows: the batch's share
+// and the uploads' share, plus HeapOverhead; the prefetch and the produce
+// queue are librdkafka's, in C. Collecting when the heap reaches the limit
+// (GOGC=off, GOMEMLIMIT at it) keeps the garbage of records already produced
+// within the budget too, and makes collections as rare as the budget allows.
+// A limit of the batch's share alone when no step makes new buffers of
+// values (tried: an uncompressed upload is the record's own value) ran 4.7
+// times the collections of this one at W2 (1 MiB values, 101 against 22 per
+// 2,000 values) and cost its CPU on a busy machine (docs/benchmarks.md, "The
+// release guard").
+func HeapLimit(inFlight int64) int64 { return inFlight/2 + HeapOverhead }
 
 // MessageSlot is the share of a queue one message is counted at, at least:
 // librdkafka counts a queued message by its key and value alone, but keeps
 // some 400 bytes of its own for each, so a queue of small records bounded by
 // bytes alone would hold a third more than its share. The queues are also
 // bounded by count, their bytes over MessageSlot.
+//
+// The prefetch's count is never bounded lower than that: librdkafka compares
+// it with the length of the one queue every partition of the high-level
+// consumer forwards to, so a count of a few records (once 16, to bound
+// records made large by their headers) let any partition's few records make
+// every other partition "not fetchable" (a partition left unconsumed for
+// minutes after its leader moved, on a 3-node cluster), and kept too few 1
+// KiB records in hand to keep the loop busy (0.87 of the release before).
+// What the byte bound does not count (headers, keys, a compressed fetch
+// decompressed whole), ClientHeap bounds, by pausing the source as a whole
+// (Gauge).
 const MessageSlot = 2 << 10
 
-// MinPrefetchMessages is the fewest records the prefetch is let hold by
-// count (BoundPrefetch).
-const MinPrefetchMessages = 16
-
-// BoundPrefetch bounds the prefetch by record count as well, for records up
-// to largestInput bytes (the largest the source topics take): librdkafka
-// counts a queued record's key and value against queued.max.messages.kbytes,
-// not its headers, so records made large by their headers would fill memory
-// far past the byte bound (3,000 records of 400 KB headers each took a 32 MiB
-// budget to 1 GB). At most PrefetchQueue / largestInput records are queued,
-// and MinPrefetchMessages; each fetch response is bounded by Fetch whatever
-// its records hold.
-func (p Plan) BoundPrefetch(largestInput int) Plan {
-	if largestInput > 0 {
-		p.PrefetchMessages = max(MinPrefetchMessages, min(p.PrefetchMessages, int(p.PrefetchQueue/int64(largestInput))))
-	}
-	return p
-}
+// ClientOverhead is what librdkafka's two clients hold besides the records
+// in their queues and the fetch responses in flight: per-broker buffers,
+// metadata, the produce batches being built, and the allocator's slack. At
+// the default budget the clients' C heap peaked at 41 MiB with 1 KiB records
+// and 33 MiB with 1 MiB records (offloader_kafka_client_heap_bytes), under
+// the 72 MiB this makes their share.
+const ClientOverhead = 16 << 20
 
 // MinFetch is the smallest fetch.max.bytes librdkafka takes: its consumer's
 // message.max.bytes (1,000,000 by default), rounded up to a MiB.
@@ -119,7 +119,7 @@ const MaxFetch = 8 << 20
 // queue always holds one.
 func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 	quarter := inFlight / 4
-	return Plan{
+	p := Plan{
 		InFlight:         inFlight,
 		PrefetchQueue:    quarter / 2,
 		PrefetchMessages: int(quarter / 2 / MessageSlot),
@@ -127,7 +127,40 @@ func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 		Batch:            quarter,
 		Uploads:          quarter,
 		MaxUploads:       max(1, maxUploads),
-		ProduceQueue:     max(inFlight/16, 2*int64(largestOutput)),
-		ProduceMessages:  int(inFlight / 16 / MessageSlot),
+		ProduceQueue:     max(quarter, 2*int64(largestOutput)),
+		ProduceMessages:  int(quarter / MessageSlot),
 	}
+	p.ClientHeap = p.PrefetchQueue + int64(max(1, brokers))*p.Fetch + p.ProduceQueue + ClientOverhead
+	return p
+}
+
+// Gauge is the engine's bound of the prefetch (engine.PrefetchBound) over
+// readings of what the Kafka clients hold (InUse). It says full once a
+// reading is over Limit and over the one before it, which was over Limit
+// too: the consumer keeps fetching past its share (records large by their
+// headers or keys, which librdkafka's byte bound does not count, until its
+// count bound). Memory over Limit that does not grow is a fetch response
+// being consumed (a compressed batch decompressed whole, which librdkafka's
+// byte bound stops the next fetch after): pausing would drop it, to fetch
+// and decompress it again. Once full, it says so until a reading is under
+// three quarters of Limit, so that the source does not pause and resume on
+// every fetch.
+type Gauge struct {
+	InUse func() int64
+	Limit int64
+	full  bool
+	last  int64
+}
+
+// Full reports whether the clients hold more than their share, and more
+// with each reading.
+func (g *Gauge) Full() bool {
+	n := g.InUse()
+	if g.full {
+		g.full = n > g.Limit/4*3
+	} else {
+		g.full = n > g.Limit && g.last > g.Limit && n > g.last
+	}
+	g.last = n
+	return g.full
 }

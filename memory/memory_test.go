@@ -11,18 +11,16 @@ const mib = 1 << 20
 func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	p := Split(256*mib, 1, 16, 1_000_000)
 	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: MaxFetch, Batch: 64 * mib,
-		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 16 * mib, ProduceMessages: 8192}
+		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768,
+		ClientHeap: 32*mib + MaxFetch + 64*mib + ClientOverhead}
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
 	}
-	if h := HeapLimit(p.InFlight, true); h != 160*mib {
-		t.Errorf("HeapLimit(256MiB, encoding) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
+	if h := HeapLimit(p.InFlight); h != 160*mib {
+		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
 	}
-	if h := HeapLimit(p.InFlight, false); h != 96*mib {
-		t.Errorf("HeapLimit(256MiB, not encoding) = %d, want the batch's quarter plus HeapOverhead, 96 MiB", h)
-	}
-	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib-48*mib {
-		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch and the 48 MiB of the produce queue's quarter it leaves", total, p.InFlight)
+	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib {
+		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch", total, p.InFlight)
 	}
 }
 
@@ -57,30 +55,48 @@ func TestSplitDividesTheFetchAmongBrokers(t *testing.T) {
 
 // TestSplitProduceQueueHoldsTheLargestRecord: a produce queue smaller than a
 // record would refuse it for good (librdkafka's queue full), so it holds two
-// of the largest the topics take, even above its sixteenth.
+// of the largest the topics take, even above its quarter.
 func TestSplitProduceQueueHoldsTheLargestRecord(t *testing.T) {
 	if p := Split(16*mib, 1, 4, 8*mib); p.ProduceQueue != 16*mib {
 		t.Fatalf("ProduceQueue = %d, want two 8 MiB records", p.ProduceQueue)
 	}
-	if p := Split(64*mib, 1, 0, 1_000_000); p.ProduceQueue != 4*mib || p.MaxUploads != 1 {
-		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 4 MiB sixteenth and at least 1 upload", p.ProduceQueue, p.MaxUploads)
+	if p := Split(64*mib, 1, 0, 1_000_000); p.ProduceQueue != 16*mib || p.MaxUploads != 1 {
+		t.Fatalf("ProduceQueue = %d and MaxUploads %d, want the 16 MiB quarter and at least 1 upload", p.ProduceQueue, p.MaxUploads)
 	}
 }
 
-// The prefetch is bounded by count for the largest record the source takes:
-// records made large by their headers, which librdkafka does not count in
-// bytes, cannot take it past its share; never under MinPrefetchMessages,
-// never over the count the byte share gives.
-func TestBoundPrefetchCountsTheLargestRecord(t *testing.T) {
-	plan := Split(32<<20, 1, 8, 1<<20)
-	for _, c := range []struct{ largest, want int }{
-		{0, plan.PrefetchMessages},
-		{1 << 10, plan.PrefetchMessages},
-		{64 << 10, 64},
-		{1 << 20, MinPrefetchMessages},
+// The prefetch's count bound never falls below its bytes over MessageSlot,
+// whatever the records the source topics take: librdkafka compares it with
+// the length of the queue every partition shares, and a few records of one
+// partition then made every partition unfetchable.
+func TestThePrefetchCountNeverStarvesPartitions(t *testing.T) {
+	for _, budget := range []int64{16 * mib, 32 * mib, 128 * mib, 1 << 30} {
+		p := Split(budget, 3, 16, 8*mib)
+		if want := int(p.PrefetchQueue / MessageSlot); p.PrefetchMessages != want {
+			t.Errorf("Split(%d MiB): queued.min.messages %d, want %d", budget/mib, p.PrefetchMessages, want)
+		}
+	}
+}
+
+// The gauge says full once the clients hold more than its limit on two
+// readings running, the second more than the first, and not full again
+// until under three quarters of it; memory over the limit that does not
+// grow (a response being consumed) is not full.
+func TestTheGaugeSaysFullWhileTheClientsKeepFetchingPastTheLimit(t *testing.T) {
+	var inUse int64
+	g := &Gauge{InUse: func() int64 { return inUse }, Limit: 100 * mib}
+	for _, c := range []struct {
+		inUse int64
+		want  bool
+	}{
+		{10 * mib, false}, {100 * mib, false}, {400 * mib, false}, // one response decompressed: over, but not growing yet
+		{390 * mib, false}, {300 * mib, false}, // consumed
+		{80 * mib, false}, {101 * mib, false}, {120 * mib, true}, // growing past the limit
+		{90 * mib, true}, {76 * mib, true}, {75 * mib, false}, {99 * mib, false}, {200 * mib, false}, {250 * mib, true},
 	} {
-		if got := plan.BoundPrefetch(c.largest).PrefetchMessages; got != c.want {
-			t.Errorf("largest record %d: %d messages, want %d (share %d bytes)", c.largest, got, c.want, plan.PrefetchQueue)
+		inUse = c.inUse
+		if got := g.Full(); got != c.want {
+			t.Errorf("at %d MiB in use: full %v, want %v", c.inUse/mib, got, c.want)
 		}
 	}
 }

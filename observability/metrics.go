@@ -48,9 +48,12 @@ type Metrics struct {
 	// UploadsInFlight and UploadsWaiting are the records uploading now
 	// and those waiting for an upload slot.
 	UploadsInFlight, UploadsWaiting prometheus.Gauge
-	ready, healthy                  atomic.Bool
-	lastProgressNanos               atomic.Int64
-	pipeline                        string
+	// PrefetchPauses counts the pauses of the source while the Kafka
+	// clients held more than their share of memory.in_flight.
+	PrefetchPauses    prometheus.Counter
+	ready, healthy    atomic.Bool
+	lastProgressNanos atomic.Int64
+	pipeline          string
 	// pausedFor is why the pipeline is paused for an unavailable store, and
 	// heldFor why an operator paused it (nil: it is not); /readyz answers
 	// 503 with the reason for as long as the pause lasts.
@@ -88,6 +91,7 @@ func NewMetrics(pipeline string) *Metrics {
 		TxnAborts:         f("transactions_aborted_total", "Kafka transactions aborted (their batches are reprocessed)."),
 		ReplacedProducers: f("producers_replaced_total", "Transactional producers replaced because a Kafka client call stayed stuck past its timeout or AbortTransaction failed fatally without a fencing (its open transaction aborted, its batch was reprocessed)."),
 		ReservedHeaders:   f("reserved_headers_stripped_total", "Retry headers (__offloader.retry.*) on source records, ignored and removed: only the pipeline's retry topics may carry them."),
+		PrefetchPauses:    f("prefetch_pauses_total", "Pauses of the source while the Kafka clients held more than their share of memory.in_flight (offloader_kafka_client_heap_bytes over its limit): records large by their headers or keys, or compressed input. It reads on from its position after each."),
 		StoreLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "offloader", Name: "store_call_seconds", Help: "Latency of one payload store call (one attempt of offloader's retry policy; the store client's own retries included).",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline}, Buckets: StoreLatencyBuckets,
@@ -139,6 +143,22 @@ func (m *Metrics) SetBuildInfo(version, commit, librdkafka string) {
 	}, []string{"version", "commit", "librdkafka"})
 	g.WithLabelValues(version, commit, librdkafka).Set(1)
 	m.Registry.MustRegister(g)
+}
+
+// WatchClientHeap serves offloader_kafka_client_heap_bytes, read from
+// inUse at each scrape, beside its limit.
+func (m *Metrics) WatchClientHeap(inUse func() int64, limit int64) {
+	labels := prometheus.Labels{"pipeline": m.pipeline}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "kafka_client_heap_bytes", Help: "Memory the Kafka clients (librdkafka) hold in the C heap: prefetched records and their fetch responses, the produce queue, buffers. The source pauses while it is over offloader_kafka_client_heap_limit_bytes.",
+		ConstLabels: labels,
+	}, func() float64 { return float64(inUse()) }))
+	l := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "offloader", Name: "kafka_client_heap_limit_bytes", Help: "The Kafka clients' share of memory.in_flight: the prefetch queue, a fetch response per broker, the produce queue and librdkafka's own buffers.",
+		ConstLabels: labels,
+	})
+	l.Set(float64(limit))
+	m.Registry.MustRegister(l)
 }
 
 // SetReady marks the pipeline ready (it holds partitions) or not. A pause

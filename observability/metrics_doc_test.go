@@ -14,6 +14,7 @@ import (
 func TestTheMetricsAreTheDocumentedOnes(t *testing.T) {
 	m := NewMetrics("p")
 	m.SetBuildInfo("v1", "abc", "2.11.1")
+	m.WatchClientHeap(func() int64 { return 1 }, 2)
 	// Vectors appear once they have a child.
 	m.StoreLatency.WithLabelValues("blob", "put").Observe(0.01)
 	m.ConsumerLag.WithLabelValues("raw", "0").Set(1)

@@ -6,11 +6,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/codec"
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/settings"
-	"github.com/offloader/offloader/transforms"
 )
 
 // collectAtHeapLimit makes Go's collector run (in run and migrate) when the
@@ -30,29 +28,10 @@ func collectAtHeapLimit(p *config.Pipeline, logger *zap.Logger) bool {
 			return false
 		}
 	}
-	limit := memory.HeapLimit(int64(p.Memory.InFlight), encodes(p))
+	limit := memory.HeapLimit(int64(p.Memory.InFlight))
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(limit)
 	logger.Info("garbage collector: collects when the heap reaches the memory budget's heap share (GOGC=off, GOMEMLIMIT at it); set GOGC or GOMEMLIMIT to choose otherwise",
 		zap.String("heap_limit", settings.Size(limit).String()))
 	return true
-}
-
-// encodes reports whether a step of p makes new buffers of values, which
-// the uploads' share of the heap is for (memory.HeapLimit): an offload that
-// compresses, inline compression, rehydration. Offloads that store values as
-// they are, and steps that route, filter or change headers, do not.
-func encodes(p *config.Pipeline) bool {
-	for _, s := range p.Transforms {
-		switch s.Type {
-		case "offload":
-			if c, ok := s.Config.(*transforms.OffloadConfig); !ok || c.Compression != codec.None {
-				return true
-			}
-		case "route", "filter", "insert_header", "drop_headers", "rename_header":
-		default:
-			return true
-		}
-	}
-	return false
 }

@@ -25,8 +25,8 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 		{consumer, "fetch.max.bytes", "8388608"},
 		{consumer, "fetch.message.max.bytes", "8388608"},
 		{consumer, "queued.min.messages", "4096"},
-		{producer, "queue.buffering.max.kbytes", "4096"},
-		{producer, "queue.buffering.max.messages", "2048"},
+		{producer, "queue.buffering.max.kbytes", "16384"},
+		{producer, "queue.buffering.max.messages", "8192"},
 	} {
 		if got := fmt.Sprint((*c.cm)[c.name]); got != c.want {
 			t.Errorf("%s = %s, want %s", c.name, got, c.want)

@@ -48,11 +48,7 @@ func (t *Topology) Memory(inFlight int64, maxUploads int) memory.Plan {
 	for _, l := range t.FailureLimits() {
 		largest = max(largest, l.Bytes)
 	}
-	largestInput := 0
-	for _, s := range t.Figures.Sources {
-		largestInput = max(largestInput, s.MaxMessageBytes, s.MaxDecompressedBytes)
-	}
-	return memory.Split(inFlight, t.Figures.Brokers, maxUploads, largest).BoundPrefetch(largestInput)
+	return memory.Split(inFlight, t.Figures.Brokers, maxUploads, largest)
 }
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start

@@ -4,3 +4,6 @@ package kafka
 
 // LimitMallocArenas does nothing with musl, whose allocator has no arenas.
 func LimitMallocArenas() bool { return false }
+
+// ClientHeap cannot tell librdkafka's memory with musl's allocator.
+func ClientHeap() (bytes int64, ok bool) { return 0, false }

@@ -48,7 +48,8 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, session: session, policy: opts.Policy}
+	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, session: session, policy: opts.Policy,
+		prefetch: prefetch{bound: opts.Prefetch}}
 	if e.m == nil {
 		e.m = noMetrics{}
 	}
@@ -109,6 +110,8 @@ type Engine struct {
 	countedLastPart Partition
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
+
+	prefetch prefetch // the consumer's memory share (Options.Prefetch)
 
 	ctl   control     // an operator's pause and resume requests
 	hold  *hold       // an operator's pause in effect
@@ -187,6 +190,9 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			e.now = e.opts.Now()
 			e.m.Progress(e.now)
 		} else if err := e.pollOnce(); err != nil {
+			return rep, err
+		}
+		if err := e.boundPrefetch(); err != nil {
 			return rep, err
 		}
 		// While a store is away the batch's results wait in it, to be
@@ -299,6 +305,7 @@ func (e *Engine) pollOnce() error {
 	if e.opts.Throttle != nil {
 		e.opts.Throttle(e.work, rec)
 	}
+	e.prefetch.note(rec)
 	e.admit(e.batch.note(rec), rec)
 	e.countIn(rec)
 	return nil

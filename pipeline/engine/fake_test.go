@@ -342,6 +342,7 @@ type fakeMetrics struct {
 	lag                                    map[Partition]int64
 	paused                                 map[string]string // by whom, why
 	uploadsSeen                            bool              // Uploads was reported
+	prefetchPauses                         int
 }
 
 func newFakeMetrics() *fakeMetrics {
@@ -382,6 +383,7 @@ func (m *fakeMetrics) LagGone(p Partition)            { m.mu.Lock(); delete(m.la
 func (m *fakeMetrics) Paused(by, reason string)       { m.mu.Lock(); m.paused[by] = reason; m.mu.Unlock() }
 func (m *fakeMetrics) Resumed(by string)              { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
 func (m *fakeMetrics) Uploads(int, int)               { m.mu.Lock(); m.uploadsSeen = true; m.mu.Unlock() }
+func (m *fakeMetrics) PrefetchPaused()                { m.mu.Lock(); m.prefetchPauses++; m.mu.Unlock() }
 
 // get reads one figure under the lock.
 func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {

@@ -17,6 +17,9 @@ const (
 	untilDue
 	// atEnd: a bounded run's partition that reached its end offset.
 	atEnd
+	// byPrefetch: the consumer holds more than its share of memory
+	// (PrefetchBound), for every partition held.
+	byPrefetch
 )
 
 // ledger is why each partition is paused. The consumer is asked to pause a

@@ -28,6 +28,9 @@ type Metrics interface {
 	Resumed(by string)
 	// Uploads: records uploading now, and waiting for a slot.
 	Uploads(inFlight, waiting int)
+	// PrefetchPaused: the source was paused while the consumer held more
+	// than its share of memory (PrefetchBound).
+	PrefetchPaused()
 }
 
 // Transaction is what one committed transaction held.
@@ -59,3 +62,4 @@ func (noMetrics) LagGone(Partition)     {}
 func (noMetrics) Paused(string, string) {}
 func (noMetrics) Resumed(string)        {}
 func (noMetrics) Uploads(int, int)      {}
+func (noMetrics) PrefetchPaused()       {}

@@ -59,6 +59,9 @@ type Options struct {
 	// before its transforms start, and may wait (a rate limit). It must
 	// return when its context ends; the record goes on either way.
 	Throttle func(ctx context.Context, rec *pipeline.Record)
+	// Prefetch, when set, bounds the memory the consumer holds ahead of the
+	// engine: the source pauses while it says full.
+	Prefetch PrefetchBound
 	// Committed, when set, is told of each commit: the records it committed
 	// per partition and the bytes of their keys and values (a progress bar).
 	Committed func(records map[Partition]int64, bytes int)

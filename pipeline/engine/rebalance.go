@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"go.uber.org/zap"
@@ -26,6 +27,9 @@ func (e *Engine) Assigned(parts []Partition) error {
 		if err := e.pauseHeld(parts); err != nil {
 			return err
 		}
+	}
+	if err := e.pausePrefetchFull(parts); err != nil {
+		return fmt.Errorf("%w: pausing %v while the consumer holds more than its memory share: %w", ErrFatal, parts, err)
 	}
 	e.publish()
 	return nil
