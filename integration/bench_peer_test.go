@@ -16,8 +16,12 @@ import (
 )
 
 // peerThreads is the peer's num.stream.threads: its best setting in the
-// side-by-side runs of issue 36.
-const peerThreads = 6
+// side-by-side runs of issue 36; peerPartitions the raw and slim topics'
+// partitions, one per thread.
+const (
+	peerThreads    = 6
+	peerPartitions = 6
+)
 
 // BenchmarkPeer runs offloader side by side with the stack a team would
 // otherwise assemble: Kafka Streams with exactly_once_v2 and 6 stream
@@ -27,10 +31,11 @@ const peerThreads = 6
 // records; a value over the slim topic's limit less 4 KiB (offloader's
 // threshold: auto, and the serde's large.message.max.byte.size) is stored in
 // Azurite. Each runs twice, offloader, peer, peer, offloader, reading the same
-// raw topic into a new slim topic, each with offloader's defaults (128 MiB
-// memory.in_flight) and the JVM's. The clock runs from offloader's readiness
-// and the peer's RUNNING state to the last offset committed; the steady state
-// is the second half of the records. It reports each one's rates, their
+// raw topic of 6 partitions into a new slim topic, each with offloader's
+// defaults (128 MiB memory.in_flight, info logging) and the JVM's. One clock
+// for both (groupClock): from the exec of the process to the group's
+// committed offsets summing to every record, asked every 100 ms; the steady
+// state is the second half of the records. It reports each one's rates, their
 // ratios, and their peak RSS and CPU; for W2 and W3 also the store's own
 // rate (1 MiB uploads, 16 at once, before the four runs and after them) and
 // each one's rate as a share of it. Run with make bench.
@@ -49,8 +54,8 @@ func BenchmarkPeer(b *testing.B) {
 	for range b.N {
 		for _, w := range workloads {
 			raw := uniqueName(b, "raw")
-			createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})
-			total := fillSizes(b, raw, w.records, 3, w.sizes)
+			createTopic(b, raw, peerPartitions, map[string]string{"max.message.bytes": "4194304"})
+			total := fillSizes(b, raw, w.records, peerPartitions, w.sizes)
 			mb := float64(total) / 1e6
 			// The store's own rate: 1 MiB uploads at the pipeline's upload
 			// concurrency, before the four runs and after them.
@@ -61,7 +66,7 @@ func BenchmarkPeer(b *testing.B) {
 			var ours, peer [2]pipelineRunResult
 			for i, peerFirst := range []bool{false, true, true, false} {
 				slim, container := uniqueName(b, "slim"), uniqueName(b, "c")
-				createTopic(b, slim, 3, nil)
+				createTopic(b, slim, peerPartitions, nil)
 				syscall.Sync()
 				var r pipelineRunResult
 				if peerFirst {
@@ -69,7 +74,7 @@ func BenchmarkPeer(b *testing.B) {
 					peer[i/2] = r
 				} else {
 					store := fmt.Sprintf("payloads: {type: azblob, container: %s, create_container: true, connection_string: %q}", container, azureConnStr)
-					r = pipelineRunWith(b, raw, slim, w.records, store)
+					r = runOffloaderAsPeer(b, raw, slim, w.records, store)
 					ours[i/2] = r
 				}
 				deleteContainer(b, container)
@@ -114,6 +119,7 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 		b.Fatal(err)
 	}
 	app := uniqueName(b, "peer")
+	start := time.Now()
 	cmd := exec.Command("java", "-cp", cp, "io.offloader.serde.bench.PeerPipeline",
 		bootstrap, app, raw, slim, container, azureConnStr, strconv.Itoa(threshold), strconv.Itoa(peerThreads))
 	var mu sync.Mutex
@@ -129,29 +135,68 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 		}
 	}()
 	output := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
-	deadline := time.Now().Add(10 * time.Minute)
-	for !strings.Contains(output(), "RUNNING") {
-		if strings.Contains(output(), "ERROR") || time.Now().After(deadline) {
-			b.Fatalf("the peer did not reach RUNNING:\n%s", output())
+	r = groupClock(b, start, app, raw, n, func() string {
+		if strings.Contains(output(), "ERROR") {
+			return "the peer failed:\n" + output()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ""
+	})
+	r.rss, r.cpu = peakRSS(b, cmd.Process.Pid), processCPU(b, cmd.Process.Pid)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	return r
+}
+
+// runOffloaderAsPeer runs the offloader binary on raw -> slim with its
+// defaults (info logging) and the store named payloads, timed by
+// groupClock from its exec.
+func runOffloaderAsPeer(b testing.TB, raw, slim string, n int, store string) pipelineRunResult {
+	b.Helper()
+	group := uniqueName(b, "g")
+	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
+commit: {interval: 100ms}
+stores:
+  %s
+transforms:
+  - {type: offload, store: payloads, threshold: auto}
+observability: {listen: "", log_format: console, log_level: info}`, store).file(b)
 	start := time.Now()
+	d := startDaemon(b, cfg)
+	r := groupClock(b, start, group, raw, n, func() string {
+		if d.cmd.ProcessState != nil || strings.Contains(d.output(), "ERROR") {
+			return "offloader failed:\n" + d.output()
+		}
+		return ""
+	})
+	r.rss, r.cpu = peakRSS(b, d.cmd.Process.Pid), processCPU(b, d.cmd.Process.Pid)
+	if code := d.stop(b, 60*time.Second); code != 0 {
+		b.Fatalf("daemon exit code %d", code)
+	}
+	return r
+}
+
+// groupClock is the one clock of offloader and the peer: from start (the
+// exec of the process) until group's committed offsets on topic sum to n,
+// asked every 100 ms, and the time the second half of the records took.
+// failed is asked at each turn; a text ends the benchmark with it.
+func groupClock(b testing.TB, start time.Time, group, topic string, n int, failed func() string) (r pipelineRunResult) {
+	b.Helper()
 	admin := newAdmin(b)
+	deadline := start.Add(10 * time.Minute)
 	var half time.Time
-	for committed := committedTotal(b, admin, app, raw); committed < int64(n); committed = committedTotal(b, admin, app, raw) {
+	for committed := committedTotal(b, admin, group, topic); committed < int64(n); committed = committedTotal(b, admin, group, topic) {
 		if half.IsZero() && committed >= int64(n/2) {
 			half, r.lastRecords = time.Now(), n-int(committed)
 		}
-		if strings.Contains(output(), "ERROR") || time.Now().After(deadline) {
-			b.Fatalf("the peer committed %d of %d records:\n%s", committed, n, output())
+		if why := failed(); why != "" {
+			b.Fatalf("group %s committed %d of %d records: %s", group, committed, n, why)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("group %s committed fewer than %d records in 10 minutes", group, n)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.elapsed = time.Since(start)
 	r.lastTook = time.Since(half)
-	r.rss, r.cpu = peakRSS(b, cmd.Process.Pid), processCPU(b, cmd.Process.Pid)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
 	return r
 }

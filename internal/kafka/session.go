@@ -234,6 +234,19 @@ func (s *Session) Abort(ctx context.Context) error {
 		s.producer = nil
 		go old.Close() // its queue may wait on the broker that is away
 		return s.replaceProducer(ctx)
+	case isState(err):
+		// A CommitTransaction that gave up (its coordinator away past the
+		// call's deadline) leaves the producer committing: librdkafka refuses
+		// the abort ("Operation not valid in state CommittingTransaction"), and
+		// only the retried commit or a new producer can end the transaction.
+		// A new producer with the same transactional.id ends it as a restart
+		// would (the coordinator completes a commit it had prepared, or aborts),
+		// and the batch is reprocessed from the group's committed offsets.
+		s.log.Warn("AbortTransaction refused while the producer is still committing (the transaction coordinator was away): replacing the producer; starting the new one ends the open transaction, and the batch is reprocessed from the group's committed offsets", zap.Error(err))
+		old := s.producer
+		s.producer = nil
+		go old.Close()
+		return s.replaceProducer(ctx)
 	case err != nil && !errors.Is(err, errFenced):
 		if cause := s.producer.GetFatalError(); cause != nil {
 			s.log.Error("AbortTransaction left the transactional producer in a fatal state: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(err))
@@ -245,6 +258,13 @@ func (s *Session) Abort(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// isState reports whether err is librdkafka's refusal of a transactional
+// call in the producer's current state (ERR__STATE).
+func isState(err error) bool {
+	var ke kafka.Error
+	return errors.As(err, &ke) && ke.Code() == kafka.ErrState
 }
 
 // replaceFenced replaces a fenced producer (producerFatal).
