@@ -215,6 +215,9 @@ func TestAConnectSourceWritesPointersForLongLines(t *testing.T) {
 		"tasks.max": "1", "topic": raw, "file": in,
 	})
 	written := consumeAll(t, raw, len(want), 3*time.Minute)
+	if len(written) != len(want) {
+		t.Fatalf("the source connector wrote %d records for %d lines", len(written), len(want))
+	}
 	for i, m := range written {
 		v, _ := headerValue(m.Headers, pointer.HeaderPointer)
 		if isLong := i%4 == 1; isLong != (v == pointer.Version1) {
@@ -223,6 +226,9 @@ func TestAConnectSourceWritesPointersForLongLines(t *testing.T) {
 	}
 
 	got := throughTheDaemon(t, "connect-source", raw, slim, container, len(want))
+	if len(got) != len(want) {
+		t.Fatalf("the slim topic holds %d records for %d lines", len(got), len(want))
+	}
 	for i, m := range got {
 		if !bytes.Equal(m.Value, written[i].Value) {
 			t.Errorf("record %d: the daemon changed the value (%d bytes to %d)", i, len(written[i].Value), len(m.Value))

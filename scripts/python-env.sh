@@ -26,8 +26,9 @@ if [ ! -f "$stamp" ]; then
   command -v python3 >/dev/null || { echo "python-env: python3 not found" >&2; exit 1; }
   rm -rf "$env_dir"
   python3 -m venv "$env_dir" >&2
+  echo "python-env: first use: installing $requirements into $env_dir (a few minutes; pip says what it fetches)" >&2
   # shellcheck disable=SC2086 # a list of requirements
-  "$env_dir/bin/pip" install --quiet --disable-pip-version-check $requirements >&2
+  "$env_dir/bin/pip" install --progress-bar off --disable-pip-version-check $requirements >&2
   touch "$stamp"
 fi
 package=$root/clients/python
