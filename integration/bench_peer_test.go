@@ -153,13 +153,7 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 func runOffloaderAsPeer(b testing.TB, raw, slim string, n int, store string) pipelineRunResult {
 	b.Helper()
 	group := uniqueName(b, "g")
-	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
-commit: {interval: 100ms}
-stores:
-  %s
-transforms:
-  - {type: offload, store: payloads, threshold: auto}
-observability: {listen: "", log_format: console, log_level: info}`, store).file(b)
+	cfg := benchPipeline(b, raw, slim, group, store, "", "info").file(b)
 	start := time.Now()
 	d := startDaemon(b, cfg)
 	r := groupClock(b, start, group, raw, n, func() string {

@@ -249,13 +249,7 @@ func releaseRunOnce(b *testing.B, bin string, w releaseWorkload, raw string, n i
 	slim, group := uniqueName(b, "slim"), uniqueName(b, "g")
 	createTopic(b, slim, w.partitions, nil)
 	defer deleteTopics(b, []string{slim})
-	spec := newPipeline(b, "release", raw, slim, group).with(b, `
-commit: {interval: 100ms}
-stores:
-  %s
-transforms:
-  - {type: offload, store: payloads, threshold: auto}
-observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, w.store(b))
+	spec := benchPipeline(b, raw, slim, group, w.store(b), "127.0.0.1:0", "debug")
 	if w.settings != "" {
 		spec = spec.with(b, "%s", w.settings)
 	}

@@ -384,18 +384,27 @@ func (r pipelineRunResult) plus(o pipelineRunResult) pipelineRunResult {
 // steadyRate is the records per second of the run's second half.
 func (r pipelineRunResult) steadyRate() float64 { return float64(r.lastRecords) / r.lastTook.Seconds() }
 
-// pipelineRunWith is pipelineRun with the store named payloads given as the
-// YAML of its settings, and env for the daemon (OFFLOADER_ overrides).
-func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (r pipelineRunResult) {
+// benchPipeline is the benchmarks' pipeline from raw to slim in group: the
+// defaults but a commit.interval of 100ms, the store named payloads (the
+// YAML of its settings) and an offload step at threshold: auto, serving
+// its metrics on listen ("" for none) and logging at logLevel.
+func benchPipeline(b testing.TB, raw, slim, group, store, listen, logLevel string) *pipelineSpec {
 	b.Helper()
-	group := uniqueName(b, "g")
-	cfg := newPipeline(b, "bench", raw, slim, group).with(b, `
+	return newPipeline(b, "bench", raw, slim, group).with(b, `
 commit: {interval: 100ms}
 stores:
   %s
 transforms:
   - {type: offload, store: payloads, threshold: auto}
-observability: {listen: "127.0.0.1:0", log_format: console, log_level: debug}`, store).file(b)
+observability: {listen: %q, log_format: console, log_level: %s}`, store, listen, logLevel)
+}
+
+// pipelineRunWith is pipelineRun with the store named payloads given as the
+// YAML of its settings, and env for the daemon (OFFLOADER_ overrides).
+func pipelineRunWith(b testing.TB, raw, slim string, n int, store string, env ...string) (r pipelineRunResult) {
+	b.Helper()
+	group := uniqueName(b, "g")
+	cfg := benchPipeline(b, raw, slim, group, store, "127.0.0.1:0", "debug").file(b)
 	d := startDaemon(b, cfg, env...)
 	base := d.metricsURL(b)
 	waitReady(b, base, time.Minute)

@@ -218,3 +218,37 @@ func TestTheBytesBoundCommitsWhatFinishesWithoutDrainingTheUploads(t *testing.T)
 		t.Errorf("report %+v, want 10 committed per partition", rep)
 	}
 }
+
+// A batch that holds more bytes still in their step (uploading) than it
+// produced is not due at commit.interval: it waits for them, up to
+// deferredDue intervals, so that transactions follow the store rather than
+// the clock. key-1 finishes its upload one and a half intervals in: the first
+// transaction carries both records, not key-0 alone.
+func TestABatchMostlyUploadingWaitsForItsUploads(t *testing.T) {
+	g := gate{key: "key-1", open: make(chan struct{}), finished: make(chan struct{}, 6)}
+	h := filled(t, dlt.Rules{}, pipeline.Chain{g}, 2, p0)
+	h.b.logs[p0][1].Value = make([]byte, 1000) // held in its step: more than key-0's bytes
+	start := h.clock.Now()
+	opened := false
+	for n := 3; n < 5000; n++ {
+		h.src.script[n] = func(*source) {
+			if !opened && h.clock.Now().Sub(start) >= h.opts.Commit.Interval*3/2 {
+				opened = true
+				close(g.open)
+			}
+		}
+	}
+	var first map[Partition]int64
+	h.opts.Committed = func(records map[Partition]int64, _ int) {
+		if first == nil {
+			first = records
+		}
+	}
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	if first[p0] != 2 {
+		t.Errorf("the first transaction carried %d records of raw[0], want both (key-1 finished its upload within %d intervals)", first[p0], deferredDue)
+	}
+	h.exactlyOnce(map[Partition]int{p0: 2})
+}

@@ -379,8 +379,26 @@ func (e *Engine) batchDue() bool {
 		// store failed on (another partition's records may come first).
 		return false
 	}
-	return e.batch.len >= c.MaxRecords || e.now.Sub(e.batch.start) >= c.Interval
+	if e.batch.len >= c.MaxRecords {
+		return true
+	}
+	age := e.now.Sub(e.batch.start)
+	if held := e.batch.held; held > e.batch.bytes-held && age < deferredDue*c.Interval {
+		// More of the batch is still transforming (uploading) than was
+		// produced: a commit now would carry less than it leaves behind, and
+		// the transactions would follow the interval rather than the store.
+		// At W2 on a busy machine that was twice the transactions of the
+		// release before and 1.39 of its CPU (docs/benchmarks.md, "The
+		// release guard"). It waits for the uploads, up to deferredDue
+		// intervals.
+		return false
+	}
+	return age >= c.Interval
 }
+
+// deferredDue is how many commit intervals a batch that holds more bytes
+// still transforming than produced may wait for them.
+const deferredDue = 2
 
 // reachedEnd reports whether a bounded run is done: partitions are
 // assigned, every assigned partition with an end offset was read up to it,
