@@ -39,7 +39,9 @@ bench:
 	$(GO) test -run '^$$' -bench PerRecord -benchtime 10x ./pipeline/engine/
 	$(GO) test -run '^$$' -bench OffloadPath -benchtime 2s ./transforms/
 	scripts/with-services.sh $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./integration/
-	@$(MAKE) --no-print-directory bench-release
+	@if [ -n "$(RELEASE)" ] || git describe --tags --abbrev=0 --match 'v*' HEAD >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory bench-release; \
+	else echo "bench-release skipped: no release tag (v*) to compare with; make bench-release RELEASE=<rev> names one"; fi
 
 ## bench-release: the release guard. Builds RELEASE (default: the newest
 ## release tag; any tag or commit) into .cache/release and runs it and this
