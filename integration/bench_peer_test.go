@@ -80,7 +80,7 @@ func BenchmarkPeer(b *testing.B) {
 				deleteContainer(b, container)
 				deleteTopics(b, []string{slim})
 				who := map[bool]string{false: "offloader", true: "peer"}[peerFirst]
-				b.Logf("%s %s: %.1f MB/s start to end, %.1f records/s in the second half, peak RSS %d MiB, CPU %.1f s",
+				benchLog("%s %s: %.1f MB/s start to end, %.1f records/s in the second half, peak RSS %d MiB, CPU %.1f s",
 					w.name, who, mb/r.elapsed.Seconds(), r.steadyRate(), r.rss>>20, r.cpu.Seconds())
 			}
 			deleteTopics(b, []string{raw})
@@ -91,7 +91,7 @@ func BenchmarkPeer(b *testing.B) {
 				b.ReportMetric(store, w.name+"-store-MB/s")
 				b.ReportMetric(2*mb/o.elapsed.Seconds()/store, w.name+"-offloader/store")
 				b.ReportMetric(2*mb/p.elapsed.Seconds()/store, w.name+"-peer/store")
-				b.Logf("%s: the store alone %.1f MB/s; offloader %.2f of it, the peer %.2f", w.name, store, 2*mb/o.elapsed.Seconds()/store, 2*mb/p.elapsed.Seconds()/store)
+				benchLog("%s: the store alone %.1f MB/s; offloader %.2f of it, the peer %.2f", w.name, store, 2*mb/o.elapsed.Seconds()/store, 2*mb/p.elapsed.Seconds()/store)
 			}
 			b.ReportMetric(2*mb/o.elapsed.Seconds(), w.name+"-offloader-MB/s")
 			b.ReportMetric(2*mb/p.elapsed.Seconds(), w.name+"-peer-MB/s")
@@ -99,7 +99,7 @@ func BenchmarkPeer(b *testing.B) {
 			b.ReportMetric(o.steadyRate()/p.steadyRate(), w.name+"-steady-offloader/peer")
 			b.ReportMetric(float64(o.rss)/float64(p.rss), w.name+"-rss-offloader/peer")
 			b.ReportMetric(o.cpu.Seconds()/p.cpu.Seconds(), w.name+"-cpu-offloader/peer")
-			b.Logf("%s: offloader/peer %.2f start to end, %.2f in the second half; peak RSS %d / %d MiB (%.2f); CPU %.1f / %.1f s",
+			benchLog("%s: offloader/peer %.2f start to end, %.2f in the second half; peak RSS %d / %d MiB (%.2f); CPU %.1f / %.1f s",
 				w.name, p.elapsed.Seconds()/o.elapsed.Seconds(), o.steadyRate()/p.steadyRate(), o.rss>>20, p.rss>>20,
 				float64(o.rss)/float64(p.rss), o.cpu.Seconds(), p.cpu.Seconds())
 		}

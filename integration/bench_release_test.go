@@ -179,7 +179,7 @@ func releaseCompare(b *testing.B, w releaseWorkload, old, current string, rounds
 			} else {
 				news = append(news, r)
 			}
-			releaseLog("%s round %d %s: %.1f MB/s, %.0f records/s in the second half, first commit after %s, CPU %.2f s, peak RSS %d MiB, %d GCs, %d transactions",
+			benchLog("%s round %d %s: %.1f MB/s, %.0f records/s in the second half, first commit after %s, CPU %.2f s, peak RSS %d MiB, %d GCs, %d transactions",
 				w.name, round, who, float64(size)/1e6/r.elapsed.Seconds(), r.steadyRate(), r.first.Round(time.Millisecond), r.cpu.Seconds(), r.rss>>20, r.gcs, r.txns)
 		}
 	}
@@ -207,12 +207,12 @@ func releaseCompare(b *testing.B, w releaseWorkload, old, current string, rounds
 		b.ReportMetric(med, f.name+"-new/old")
 		fmt.Fprintf(&table, "  %-15s %.2f [%.2f-%.2f]  old %s\n", f.name, med, ratios[0], ratios[rounds-1], releaseFigure(f.name, median(oldValues), size))
 	}
-	releaseLog("%s", table.String())
+	benchLog("%s", table.String())
 }
 
-// releaseLog prints a line of the guard's report as it comes: a
+// benchLog prints a line of a benchmark's report as it comes: a
 // benchmark's own log keeps 10 lines.
-func releaseLog(format string, args ...any) {
+func benchLog(format string, args ...any) {
 	fmt.Printf(strings.TrimSuffix(format, "\n")+"\n", args...)
 }
 
