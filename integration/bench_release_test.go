@@ -253,10 +253,10 @@ func releaseRunOnce(b *testing.B, bin string, w releaseWorkload, raw string, n i
 	if w.settings != "" {
 		spec = spec.with(b, "%s", w.settings)
 	}
-	cfg := spec.file(b)
+	args := runArgs(b, bin, spec.file(b))
 	syscall.Sync()
 	start := time.Now()
-	d := startBinary(b, bin, runArgs(b, bin, cfg))
+	d := startBinary(b, bin, args)
 	base := d.metricsURL(b)
 	var r releaseRun
 	deadline := time.Now().Add(10 * time.Minute)

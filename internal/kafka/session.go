@@ -230,10 +230,7 @@ func (s *Session) Abort(ctx context.Context) error {
 		// same transactional.id aborts the open transaction when it starts,
 		// waiting for the coordinator as long as InitTransactions does.
 		s.log.Warn("AbortTransaction did not finish in time (the transaction coordinator is away): replacing the producer; starting the new one aborts the open transaction, and the batch is reprocessed", zap.Error(abort.Err))
-		old := s.producer
-		s.producer = nil
-		go old.Close() // its queue may wait on the broker that is away
-		return s.replaceProducer(ctx)
+		return s.replaceAside(ctx)
 	case isState(err):
 		// A CommitTransaction that gave up (its coordinator away past the
 		// call's deadline) leaves the producer committing: librdkafka refuses
@@ -243,21 +240,26 @@ func (s *Session) Abort(ctx context.Context) error {
 		// would (the coordinator completes a commit it had prepared, or aborts),
 		// and the batch is reprocessed from the group's committed offsets.
 		s.log.Warn("AbortTransaction refused while the producer is still committing (the transaction coordinator was away): replacing the producer; starting the new one ends the open transaction, and the batch is reprocessed from the group's committed offsets", zap.Error(err))
-		old := s.producer
-		s.producer = nil
-		go old.Close()
-		return s.replaceProducer(ctx)
+		return s.replaceAside(ctx)
 	case err != nil && !errors.Is(err, errFenced):
 		if cause := s.producer.GetFatalError(); cause != nil {
 			s.log.Error("AbortTransaction left the transactional producer in a fatal state: replacing it; its open transaction aborts and the batch is reprocessed", zap.Error(err))
 			// Closed aside: a fatal client's Close may wait on its queue, and
 			// nothing it holds can commit any more.
-			go s.producer.Close()
-			s.producer = nil
-			return s.replaceProducer(ctx)
+			return s.replaceAside(ctx)
 		}
 	}
 	return err
+}
+
+// replaceAside closes the producer on its own goroutine (a fatal client's,
+// or one whose broker is away, may wait on its queue) and starts a new one
+// with the same transactional.id, which ends the open transaction.
+func (s *Session) replaceAside(ctx context.Context) error {
+	old := s.producer
+	s.producer = nil
+	go old.Close()
+	return s.replaceProducer(ctx)
 }
 
 // isState reports whether err is librdkafka's refusal of a transactional
@@ -272,10 +274,7 @@ func (s *Session) replaceFenced(ctx context.Context) error {
 	s.fenced = false
 	s.log.Warn("the transactional producer was fenced after its transaction outlived transaction.timeout.ms: replacing it; the batch is reprocessed from the group's committed offsets (a broker back from a restart aborts such a transaction by bumping the producer's epoch, which reads as a fencing; fenced again within "+rejoinWindow.String()+", or fenced in a younger transaction, the instance stops, as another instance then has its transactional.id)",
 		zap.Duration("transaction_timeout", s.p.TransactionTimeout))
-	old := s.producer
-	s.producer = nil
-	go old.Close() // a fatal client's Close may wait on its queue
-	return s.replaceProducer(ctx)
+	return s.replaceAside(ctx)
 }
 
 // replaceStuck replaces a producer stuck in a call. The stuck producer is

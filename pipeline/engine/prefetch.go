@@ -67,19 +67,17 @@ func (e *Engine) boundPrefetch() error {
 		return nil
 	}
 	p.asked = e.now
-	// The bound is asked only while the records polled are mostly what
-	// librdkafka's byte bound does not count (or while paused, when none
-	// are polled): otherwise that bound holds the prefetch, and memory over
-	// the share is a fetch response being consumed (a compressed batch
-	// decompressed whole), which a pause would only drop to fetch and
-	// decompress again.
+	// The bound is read at every ask (its readings are a series: whether
+	// memory grows), but the source pauses for it only while the records
+	// polled are mostly what librdkafka's byte bound does not count:
+	// otherwise that bound holds the prefetch, and memory over the share is
+	// a fetch response being consumed (a compressed batch decompressed
+	// whole), which a pause would only drop to fetch and decompress again.
+	full := p.bound.Full()
 	uncounted := p.uncounted > p.counted
 	p.counted, p.uncounted = 0, 0
-	if !uncounted && !p.full {
-		return nil
-	}
-	switch full := p.bound.Full(); {
-	case full && !p.full:
+	switch {
+	case full && !p.full && uncounted:
 		p.full = true
 		e.m.PrefetchPaused()
 		if !p.warned {
