@@ -31,10 +31,14 @@ func Serve(t testing.TB, h http.Handler) (url string, conns *atomic.Int64) {
 
 // ReusesConnections checks that the store keeps its connections for uploads
 // at the pipeline's default concurrency (memory.max_uploads, 16): rounds of
-// 16 puts at once open 16 connections at most in all. A transport that keeps
-// fewer idle connections than that (Go's default keeps 2) opens new ones for
-// most puts of every round. conns counts the connections the
-// store's server accepted (Serve).
+// 16 puts at once open 16 connections, and at most one more per round. A
+// transport that keeps fewer idle connections than that (Go's default keeps
+// 2) opens new ones for most puts of every round: 66-69 over these 6 rounds.
+// The one per round is net/http's, not the store's: a connection whose
+// request write the transport has not seen end within 50 ms
+// (maxWriteWaitBeforeConnReuse) is closed rather than kept, which a loaded
+// machine does now and then. conns counts the connections the store's
+// server accepted (Serve).
 func ReusesConnections(t *testing.T, s stores.Store, conns *atomic.Int64) {
 	const uploads, rounds = 16, 6
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -60,8 +64,8 @@ func ReusesConnections(t *testing.T, s stores.Store, conns *atomic.Int64) {
 	for r := range rounds {
 		round(r)
 	}
-	if opened := conns.Load() - before; opened > uploads {
-		t.Errorf("%d rounds of %d puts at once opened %d connections, want %d at most: the transport keeps too few idle connections",
-			rounds, uploads, opened, uploads)
+	if opened := conns.Load() - before; opened > uploads+rounds {
+		t.Errorf("%d rounds of %d puts at once opened %d connections, want %d at most (one per round beyond the first round's): the transport keeps too few idle connections",
+			rounds, uploads, opened, uploads+rounds)
 	}
 }
