@@ -93,7 +93,7 @@ const MessageSlot = 2 << 10
 // metadata, the produce batches being built, and the allocator's slack. At
 // the default budget the clients' C heap peaked at 41 MiB with 1 KiB records
 // and 33 MiB with 1 MiB records (offloader_kafka_client_heap_bytes), under
-// the 72 MiB this makes their share.
+// the 80 MiB this makes their share.
 const ClientOverhead = 16 << 20
 
 // MinFetch is the smallest fetch.max.bytes librdkafka takes: its consumer's
@@ -120,17 +120,24 @@ const MaxFetch = 8 << 20
 func Split(inFlight int64, brokers, maxUploads, largestOutput int) Plan {
 	quarter := inFlight / 4
 	p := Plan{
-		InFlight:         inFlight,
-		PrefetchQueue:    quarter / 2,
-		PrefetchMessages: int(quarter / 2 / MessageSlot),
-		Fetch:            max(MinFetch, min(MaxFetch, quarter/2/int64(max(1, brokers)))),
-		Batch:            quarter,
-		Uploads:          quarter,
-		MaxUploads:       max(1, maxUploads),
-		ProduceQueue:     max(quarter, 2*int64(largestOutput)),
-		ProduceMessages:  int(quarter / MessageSlot),
+		InFlight:        inFlight,
+		Fetch:           max(MinFetch, min(MaxFetch, quarter/2/int64(max(1, brokers)))),
+		Batch:           quarter,
+		Uploads:         quarter,
+		MaxUploads:      max(1, maxUploads),
+		ProduceQueue:    max(quarter, 2*int64(largestOutput)),
+		ProduceMessages: int(quarter / MessageSlot),
 	}
-	p.ClientHeap = p.PrefetchQueue + int64(max(1, brokers))*p.Fetch + p.ProduceQueue + ClientOverhead
+	// The queue takes what the responses in flight leave of the quarter, half
+	// of it at least: MaxFetch caps a response below the half, and a queue
+	// of two responses (16 MiB at the default budget, with one broker) made
+	// the consumer's thread spend 1.6 times the CPU per GB of 1 MiB records
+	// of one of three (24 MiB): BenchmarkRelease, W2 on Azurite, 1.19 of the
+	// release before's CPU per record against 0.99.
+	responses := int64(max(1, brokers)) * p.Fetch
+	p.PrefetchQueue = max(quarter/2, quarter-responses)
+	p.PrefetchMessages = int(p.PrefetchQueue / MessageSlot)
+	p.ClientHeap = p.PrefetchQueue + responses + p.ProduceQueue + ClientOverhead
 	return p
 }
 

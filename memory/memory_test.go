@@ -10,17 +10,17 @@ const mib = 1 << 20
 // produce queue stay within the budget.
 func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	p := Split(256*mib, 1, 16, 1_000_000)
-	want := Plan{InFlight: 256 * mib, PrefetchQueue: 32 * mib, PrefetchMessages: 16384, Fetch: MaxFetch, Batch: 64 * mib,
+	want := Plan{InFlight: 256 * mib, PrefetchQueue: 56 * mib, PrefetchMessages: 28672, Fetch: MaxFetch, Batch: 64 * mib,
 		Uploads: 64 * mib, MaxUploads: 16, ProduceQueue: 64 * mib, ProduceMessages: 32768,
-		ClientHeap: 32*mib + MaxFetch + 64*mib + ClientOverhead}
+		ClientHeap: 56*mib + MaxFetch + 64*mib + ClientOverhead}
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
 	}
 	if h := HeapLimit(p.InFlight); h != 160*mib {
 		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
 	}
-	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight-24*mib {
-		t.Fatalf("the shares add up to %d, want the budget %d less the 24 MiB of the fetch share over MaxFetch", total, p.InFlight)
+	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight {
+		t.Fatalf("the shares add up to %d, want the budget %d: the queue takes what the fetch response leaves of its quarter", total, p.InFlight)
 	}
 }
 
@@ -34,18 +34,23 @@ func TestSplitDividesTheFetchAmongBrokers(t *testing.T) {
 		budget    int64
 		brokers   int
 		wantFetch int64
+		wantQueue int64
 	}{
-		{256 * mib, 1, MaxFetch},
-		{256 * mib, 3, MaxFetch},
-		{128 * mib, 3, 16 * mib / 3},
-		{256 * mib, 0, MaxFetch}, // no broker seen: as one
-		{256 * mib, 64, MinFetch},
-		{16 * mib, 1, 2 * mib},
-		{16 * mib, 5, MinFetch},
+		{256 * mib, 1, MaxFetch, 56 * mib},
+		{256 * mib, 3, MaxFetch, 40 * mib},
+		{128 * mib, 1, MaxFetch, 24 * mib},
+		{128 * mib, 3, 16 * mib / 3, 32*mib - 3*(16*mib/3)}, // a byte over the half, the division's remainder
+		{256 * mib, 0, MaxFetch, 56 * mib},                  // no broker seen: as one
+		{256 * mib, 64, MinFetch, 32 * mib},                 // the responses fill the quarter: half of it still
+		{16 * mib, 1, 2 * mib, 2 * mib},
+		{16 * mib, 5, MinFetch, 2 * mib},
 	} {
 		p := Split(c.budget, c.brokers, 8, 1_000_000)
 		if p.Fetch != c.wantFetch {
 			t.Errorf("Split(%d MiB, %d brokers).Fetch = %d, want %d", c.budget/mib, c.brokers, p.Fetch, c.wantFetch)
+		}
+		if p.PrefetchQueue != c.wantQueue {
+			t.Errorf("Split(%d MiB, %d brokers).PrefetchQueue = %d, want %d", c.budget/mib, c.brokers, p.PrefetchQueue, c.wantQueue)
 		}
 		if prefetch := p.PrefetchQueue + p.Fetch*int64(max(1, c.brokers)); p.Fetch > MinFetch && prefetch > c.budget/4 {
 			t.Errorf("Split(%d MiB, %d brokers): prefetch %d over its quarter %d", c.budget/mib, c.brokers, prefetch, c.budget/4)
