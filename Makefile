@@ -58,13 +58,14 @@ bench-release:
 	RELEASE_GUARD_BINARY=$$bin RELEASE_GUARD_ROUNDS=$(RELEASE_ROUNDS) RELEASE_GUARD_LOAD=$(RELEASE_LOAD) \
 	  scripts/with-services.sh $(GO) test -run '^$$' -bench '$(RELEASE_BENCH)' -benchtime 1x -timeout 240m ./integration/
 
-## test: vet, format check, unit and integration tests with real Kafka + Azurite
+## test: vet, format check, unit and integration tests with real Kafka (a
+## single broker, and a 3-node cluster for the cluster tests) + Azurite
 ## (a line per test with its time, the ten slowest at the end), then the
 ## coverage of the packages tested without the services (cover), then each
 ## fuzz target for 10,000 inputs.
 test: vet fmt-check java-deps
 	@mkdir -p .cache
-	scripts/with-services.sh $(GOTESTSUM) --format testname --jsonfile .cache/test-report.json -- $(TESTFLAGS) ./... ./integration/...
+	WITH_SERVICES="kafka azurite s3 cluster" scripts/with-services.sh $(GOTESTSUM) --format testname --jsonfile .cache/test-report.json -- $(TESTFLAGS) ./... ./integration/...
 	@echo "the ten slowest tests:"
 	@$(GOTESTSUM) tool slowest --jsonfile .cache/test-report.json --num 10
 	@$(MAKE) --no-print-directory cover
@@ -113,7 +114,7 @@ unit:
 	$(GO) test $(TESTFLAGS) ./...
 
 integration:
-	scripts/with-services.sh $(GO) test $(TESTFLAGS) ./integration/...
+	WITH_SERVICES="kafka azurite s3 cluster" scripts/with-services.sh $(GO) test $(TESTFLAGS) ./integration/...
 
 # integration/ is a module of its own (go.work joins the two): its Kubernetes,
 # kustomize and PromQL modules stay out of the daemon's go.mod. ./... is the
@@ -131,6 +132,7 @@ services-start:
 
 services-stop:
 	scripts/services.sh stop all
+	scripts/services.sh stop cluster
 
 services-status:
 	scripts/services.sh status

@@ -126,6 +126,9 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.Int("slim_partitions", topology.SlimPartitions),
 		zap.Int("slim_limit_bytes", topology.SlimLimit().Bytes),
 		zap.String("slim_limit_gate", topology.SlimLimit().Gate))
+	for topic, n := range topology.SourcePartitions {
+		d.metrics.SourcePartitions.WithLabelValues(topic).Set(float64(n))
+	}
 
 	if d.stores, err = openStores(startCtx, p, storeLimit(o.MaxStoreBytesPerSecond), d.metrics); err != nil {
 		return nil, err

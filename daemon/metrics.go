@@ -48,8 +48,13 @@ func (e engineMetrics) Lag(p pipeline.Partition, records int64) {
 	e.m.ConsumerLag.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(float64(records))
 }
 
-func (e engineMetrics) LagGone(p pipeline.Partition) {
+func (e engineMetrics) Stalled(p pipeline.Partition, d time.Duration) {
+	e.m.PartitionStalled.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Set(d.Seconds())
+}
+
+func (e engineMetrics) PartitionGone(p pipeline.Partition) {
 	e.m.ConsumerLag.DeleteLabelValues(p.Topic, strconv.Itoa(int(p.Partition)))
+	e.m.PartitionStalled.DeleteLabelValues(p.Topic, strconv.Itoa(int(p.Partition)))
 }
 
 func (e engineMetrics) Paused(by, reason string) {

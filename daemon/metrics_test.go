@@ -27,6 +27,7 @@ func TestTheEnginesReportsReachTheSeries(t *testing.T) {
 		DeadLettered: map[string]int{"transform": 2}})
 	e.Aborted()
 	e.Lag(p, 42)
+	e.Stalled(p, 90*time.Second)
 	for name, c := range map[string]struct{ got, want float64 }{
 		"records_in_total":                {testutil.ToFloat64(m.RecordsIn), 2},
 		"records_reread_total":            {testutil.ToFloat64(m.RecordsReread), 1},
@@ -41,14 +42,15 @@ func TestTheEnginesReportsReachTheSeries(t *testing.T) {
 		"dead_lettered_records_total":     {testutil.ToFloat64(m.DeadLettered.WithLabelValues("transform")), 2},
 		"transactions_aborted_total":      {testutil.ToFloat64(m.TxnAborts), 1},
 		"consumer_lag_records":            {testutil.ToFloat64(m.ConsumerLag.WithLabelValues("raw", "2")), 42},
+		"partition_stalled_seconds":       {testutil.ToFloat64(m.PartitionStalled.WithLabelValues("raw", "2")), 90},
 	} {
 		if c.got != c.want {
 			t.Errorf("offloader_%s is %v, want %v", name, c.got, c.want)
 		}
 	}
-	e.LagGone(p)
-	if n := testutil.CollectAndCount(m.ConsumerLag); n != 0 {
-		t.Errorf("%d lag series after the partition went, want 0", n)
+	e.PartitionGone(p)
+	if n := testutil.CollectAndCount(m.ConsumerLag) + testutil.CollectAndCount(m.PartitionStalled); n != 0 {
+		t.Errorf("%d lag and stall series after the partition went, want 0", n)
 	}
 	e.Paused(engine.PausedByStore, `store "blob" unavailable`)
 	e.Paused(engine.PausedByOperator, "maintenance")

@@ -38,7 +38,14 @@ type Metrics struct {
 	ReservedHeaders prometheus.Counter
 	TxnLatency      prometheus.Histogram
 	ConsumerLag     *prometheus.GaugeVec
-	Paused          prometheus.Gauge
+	// PartitionStalled is, per partition held, how long it has had lag
+	// without its position or committed offset moving.
+	PartitionStalled *prometheus.GaugeVec
+	// SourcePartitions is the source topics' partition counts: what the
+	// group's instances hold between them, one series of
+	// PartitionStalled each, when no partition is left unowned.
+	SourcePartitions *prometheus.GaugeVec
+	Paused           prometheus.Gauge
 	// SlowStoreCalls counts the store calls retrying for longer than a few
 	// seconds right now (an outage within the store budget).
 	SlowStoreCalls prometheus.Gauge
@@ -108,6 +115,14 @@ func NewMetrics(pipeline string) *Metrics {
 			Namespace: "offloader", Name: "consumer_lag_records", Help: "Records between the consumer's position and the end (high watermark) of each partition it holds, refreshed every 5 s.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}, []string{"topic", "partition"}),
+		PartitionStalled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "offloader", Name: "partition_stalled_seconds", Help: "Seconds a partition this instance holds has had lag without its position or committed offset moving (0 while it moves, has no lag, or the pipeline is paused), refreshed every 5 s; a series for every partition held.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}, []string{"topic", "partition"}),
+		SourcePartitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "offloader", Name: "source_partitions", Help: "Partitions of each source topic (raw and retry topics) at start: the group's instances hold as many between them (count of offloader_partition_stalled_seconds) unless some are unowned.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}, []string{"topic"}),
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "offloader", Name: "paused", Help: "1 while the pipeline is paused (payload store unavailable, or paused through the admin API's POST /pause), else 0.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
@@ -129,7 +144,7 @@ func NewMetrics(pipeline string) *Metrics {
 		Namespace: "offloader", Name: "uploads_waiting", Help: "Records waiting for an upload slot (memory.max_uploads) or for room in the uploads' share of memory.in_flight: above 0 for long, the store's latency bounds the pipeline.",
 		ConstLabels: prometheus.Labels{"pipeline": pipeline},
 	})
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.UploadsInFlight, m.UploadsWaiting, m.DeadLettered)
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.PartitionStalled, m.SourcePartitions, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.UploadsInFlight, m.UploadsWaiting, m.DeadLettered)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m

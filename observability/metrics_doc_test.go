@@ -18,6 +18,8 @@ func TestTheMetricsAreTheDocumentedOnes(t *testing.T) {
 	// Vectors appear once they have a child.
 	m.StoreLatency.WithLabelValues("blob", "put").Observe(0.01)
 	m.ConsumerLag.WithLabelValues("raw", "0").Set(1)
+	m.PartitionStalled.WithLabelValues("raw", "0").Set(0)
+	m.SourcePartitions.WithLabelValues("raw").Set(1)
 	m.DeadLettered.WithLabelValues("transform").Inc()
 	families, err := m.Registry.Gather()
 	if err != nil {

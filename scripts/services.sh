@@ -7,6 +7,13 @@
 #
 #   scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|s3|all]
 #   scripts/services.sh install tools
+#   scripts/services.sh start|stop|wipe cluster     a 3-node replicated cluster
+#   scripts/services.sh node stop|kill|start N      one of its nodes
+#   scripts/services.sh leader TOPIC PARTITION      (scripts/services-cluster.sh)
+#   scripts/services.sh coordinator group|transaction ID
+#
+# all is the single broker, Azurite and the S3 emulator; the cluster starts
+# only when named.
 #
 # install tools fetches Kafka's command-line tools of the same release and
 # writes wrappers into .cache/bin (kafka-topics.sh, kafka-configs.sh,
@@ -347,6 +354,11 @@ tools_install() {
   log "Kafka's tools are in $tools_bin (eval \"\$(scripts/services.sh env)\" puts them on PATH)"
 }
 
+# ---------------------------------------------------------------- cluster
+
+# shellcheck source=scripts/services-cluster.sh
+. "$root/scripts/services-cluster.sh"
+
 # ---------------------------------------------------------------- main
 
 # print_env prints shell exports that point tests and tools at the services.
@@ -361,12 +373,21 @@ print_env() {
   # The S3 emulator takes any credentials (the tests give the AWS SDK some;
   # yours stay as they are in this shell).
   echo "export TEST_S3_ENDPOINT='http://127.0.0.1:$s3_port'"
+  echo "export TEST_CLUSTER_BOOTSTRAP='$(cluster_bootstrap)'"
   if [ -d "$tools_bin" ]; then echo "export PATH='$tools_bin':\"\$PATH\""; fi
 }
 
 action=${1:-}
+case "$action" in
+node) node_command "${2:-}" "${3:-}"; exit ;;
+leader) leader_command "${2:-}" "${3:-}"; exit ;;
+coordinator) coordinator_command "${2:-}" "${3:-}"; exit ;;
+esac
 what=${2:-all}
-case "$action/$what" in install/tools | */kafka | */azurite | */s3 | */all) ;; *) die "unknown service '$what' (kafka, azurite, s3 or all; install also takes tools)" ;; esac
+case "$action/$what" in install/tools | */kafka | */azurite | */s3 | */all) ;;
+start/cluster | stop/cluster | wipe/cluster | install/cluster | status/cluster) "cluster_$action"; exit ;;
+*) die "unknown service '$what' (kafka, azurite, s3, all or cluster; install also takes tools)" ;;
+esac
 each() { # action
   if [ "$what" = kafka ] || [ "$what" = all ]; then "kafka_$1"; fi
   if [ "$what" = azurite ] || [ "$what" = all ]; then "azurite_$1"; fi
@@ -389,10 +410,12 @@ status)
   running "$kafka_state/pid" && echo "kafka: running (pid $(cat "$kafka_state/pid"), 127.0.0.1:$kafka_port)" || echo "kafka: stopped"
   running "$azurite_state/pid" && echo "azurite: running (pid $(cat "$azurite_state/pid"), 127.0.0.1:$azurite_port)" || echo "azurite: stopped"
   running "$s3_state/pid" && echo "s3: running (pid $(cat "$s3_state/pid"), 127.0.0.1:$s3_port)" || echo "s3: stopped"
+  cluster_status
   ;;
 env) print_env ;;
 *)
-  echo "usage: scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|s3|all]" >&2
+  echo "usage: scripts/services.sh install|start|stop|wipe|status|env [kafka|azurite|s3|all|cluster]" >&2
+  echo "       scripts/services.sh node stop|kill|start N | leader TOPIC PARTITION | coordinator group|transaction ID" >&2
   exit 2
   ;;
 esac

@@ -6,15 +6,20 @@
 # start) are used as they are and left running, with their data.
 #
 #   scripts/with-services.sh go test ./...
+#   WITH_SERVICES="kafka azurite s3 cluster" scripts/with-services.sh ...
+#
+# WITH_SERVICES names the services (default: the single broker, Azurite and
+# the S3 emulator; cluster adds the 3-node cluster).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 services=$here/services.sh
 
 started=()
-for svc in kafka azurite s3; do
-  if ! "$services" status | grep -q "^$svc: running"; then
-    started+=("$svc")
-  fi
+for svc in ${WITH_SERVICES:-kafka azurite s3}; do
+  case "$svc" in
+  cluster) "$services" status | grep -q "^cluster node .*: stopped" && started+=(cluster) ;;
+  *) "$services" status | grep -q "^$svc: running" || started+=("$svc") ;;
+  esac
 done
 cleanup() {
   local svc

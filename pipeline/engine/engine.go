@@ -61,6 +61,7 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 	e.deadLetterTopic = rules.DeadLetterTopic
 	e.committer = committer{session: session, m: e.m, log: opts.Logger}
 	e.board = newStatusBoard()
+	e.stalls = newStalls()
 	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
 	return e, nil
 }
@@ -113,9 +114,10 @@ type Engine struct {
 
 	prefetch prefetch // the consumer's memory share (Options.Prefetch)
 
-	ctl   control     // an operator's pause and resume requests
-	hold  *hold       // an operator's pause in effect
-	board statusBoard // the status reporter
+	ctl    control     // an operator's pause and resume requests
+	hold   *hold       // an operator's pause in effect
+	board  statusBoard // the status reporter
+	stalls stalls      // when each partition held last moved
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
@@ -482,19 +484,26 @@ func (e *Engine) resumeEnded() error {
 // lagEvery is how often the lag gauge and the status's positions are refreshed.
 const lagEvery = 5 * time.Second
 
-// updateLag refreshes the consumer lag gauge from the end offsets, and the
-// status, every lagEvery. (librdkafka's committed-offset statistics go stale
-// under EOS.)
+// updateLag refreshes the consumer lag gauge from the end offsets, the
+// partitions' standstills (stalls) and the status, every lagEvery.
+// (librdkafka's committed-offset statistics go stale under EOS.)
 func (e *Engine) updateLag() {
 	if e.now.Sub(e.lastLag) < lagEvery {
 		return
 	}
-	defer e.publish()
+	e.lastLag = e.now
+	// Figures that cannot be read now (a broker away) leave the last ones:
+	// a partition that does not move meanwhile stands still.
+	e.refreshLag()
+	e.lookForStalls()
+	e.publish()
+}
+
+// refreshLag reads the partitions' positions and end offsets.
+func (e *Engine) refreshLag() {
 	if len(e.assigned) == 0 {
-		e.lastLag = e.now
 		return
 	}
-	e.lastLag = e.now
 	positions, err := e.src.Positions(e.assigned)
 	if err != nil {
 		return

@@ -340,13 +340,14 @@ type fakeMetrics struct {
 	reserved                               int
 	deadLettered                           map[string]int
 	lag                                    map[Partition]int64
+	stalled                                map[Partition]time.Duration
 	paused                                 map[string]string // by whom, why
 	uploadsSeen                            bool              // Uploads was reported
 	prefetchPauses                         int
 }
 
 func newFakeMetrics() *fakeMetrics {
-	return &fakeMetrics{deadLettered: map[string]int{}, lag: map[Partition]int64{}, paused: map[string]string{}}
+	return &fakeMetrics{deadLettered: map[string]int{}, lag: map[Partition]int64{}, stalled: map[Partition]time.Duration{}, paused: map[string]string{}}
 }
 
 func (m *fakeMetrics) Ready(ready bool)   { m.mu.Lock(); m.ready = ready; m.mu.Unlock() }
@@ -379,11 +380,21 @@ func (m *fakeMetrics) Committed(t Transaction) {
 
 func (m *fakeMetrics) Aborted()                       { m.mu.Lock(); m.aborts++; m.mu.Unlock() }
 func (m *fakeMetrics) Lag(p Partition, records int64) { m.mu.Lock(); m.lag[p] = records; m.mu.Unlock() }
-func (m *fakeMetrics) LagGone(p Partition)            { m.mu.Lock(); delete(m.lag, p); m.mu.Unlock() }
-func (m *fakeMetrics) Paused(by, reason string)       { m.mu.Lock(); m.paused[by] = reason; m.mu.Unlock() }
-func (m *fakeMetrics) Resumed(by string)              { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
-func (m *fakeMetrics) Uploads(int, int)               { m.mu.Lock(); m.uploadsSeen = true; m.mu.Unlock() }
-func (m *fakeMetrics) PrefetchPaused()                { m.mu.Lock(); m.prefetchPauses++; m.mu.Unlock() }
+func (m *fakeMetrics) PartitionGone(p Partition) {
+	m.mu.Lock()
+	delete(m.lag, p)
+	delete(m.stalled, p)
+	m.mu.Unlock()
+}
+func (m *fakeMetrics) Stalled(p Partition, d time.Duration) {
+	m.mu.Lock()
+	m.stalled[p] = d
+	m.mu.Unlock()
+}
+func (m *fakeMetrics) Paused(by, reason string) { m.mu.Lock(); m.paused[by] = reason; m.mu.Unlock() }
+func (m *fakeMetrics) Resumed(by string)        { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
+func (m *fakeMetrics) Uploads(int, int)         { m.mu.Lock(); m.uploadsSeen = true; m.mu.Unlock() }
+func (m *fakeMetrics) PrefetchPaused()          { m.mu.Lock(); m.prefetchPauses++; m.mu.Unlock() }
 
 // get reads one figure under the lock.
 func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {

@@ -19,9 +19,12 @@ type Metrics interface {
 	Committed(Transaction)
 	// Aborted: a transaction aborted.
 	Aborted()
-	// Lag: the instance is records behind on p; LagGone: it no longer holds p.
+	// Lag: the instance is records behind on p. Stalled: p, held with lag,
+	// has not moved for d (0: it moves; see stalls). PartitionGone: it no
+	// longer holds p.
 	Lag(p Partition, records int64)
-	LagGone(p Partition)
+	Stalled(p Partition, d time.Duration)
+	PartitionGone(p Partition)
 	// Paused: the pipeline stands still, by PausedByStore or
 	// PausedByOperator, for reason, until Resumed(by).
 	Paused(by, reason string)
@@ -51,15 +54,16 @@ type Transaction struct {
 // noMetrics reports nothing.
 type noMetrics struct{}
 
-func (noMetrics) Ready(bool)            {}
-func (noMetrics) Progress(time.Time)    {}
-func (noMetrics) Consumed(bool)         {}
-func (noMetrics) HeadersStripped(int)   {}
-func (noMetrics) Committed(Transaction) {}
-func (noMetrics) Aborted()              {}
-func (noMetrics) Lag(Partition, int64)  {}
-func (noMetrics) LagGone(Partition)     {}
-func (noMetrics) Paused(string, string) {}
-func (noMetrics) Resumed(string)        {}
-func (noMetrics) Uploads(int, int)      {}
-func (noMetrics) PrefetchPaused()       {}
+func (noMetrics) Ready(bool)                       {}
+func (noMetrics) Progress(time.Time)               {}
+func (noMetrics) Consumed(bool)                    {}
+func (noMetrics) HeadersStripped(int)              {}
+func (noMetrics) Committed(Transaction)            {}
+func (noMetrics) Aborted()                         {}
+func (noMetrics) Lag(Partition, int64)             {}
+func (noMetrics) Stalled(Partition, time.Duration) {}
+func (noMetrics) PartitionGone(Partition)          {}
+func (noMetrics) Paused(string, string)            {}
+func (noMetrics) Resumed(string)                   {}
+func (noMetrics) Uploads(int, int)                 {}
+func (noMetrics) PrefetchPaused()                  {}

@@ -79,6 +79,10 @@ type PartitionStatus struct {
 	Lag int64 `json:"lag"`
 	// Held: a retry partition waiting until its next record is due.
 	Held bool `json:"held,omitempty"`
+	// StalledSeconds is how long the partition, with lag, has gone without
+	// its position or committed offset moving (0: it moves, has no lag, or
+	// the pipeline is paused), as of the last lag refresh.
+	StalledSeconds int64 `json:"stalled_seconds"`
 }
 
 // Totals are what the run committed.
@@ -177,6 +181,7 @@ func (e *Engine) snapshot() *Status {
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)
 		ps.Held = e.ledger.has(p, untilDue)
+		ps.StalledSeconds = int64(e.stalls.stalled(p, e.lastLag) / time.Second)
 		s.Partitions = append(s.Partitions, ps)
 	}
 	slices.SortFunc(s.Partitions, func(a, b PartitionStatus) int {
@@ -201,9 +206,11 @@ func (e *Engine) publishEnd(state string, err error) {
 // forgetPartitions drops what the status knew of partitions given up.
 func (e *Engine) forgetPartitions(parts []Partition) {
 	e.board.forget(parts)
+	e.stalls.forget(parts)
 	for _, p := range parts {
-		// The lag of a partition given up is its next owner's to report:
-		// kept here, a sum over instances would count it twice.
-		e.m.LagGone(p)
+		// The lag and standstill of a partition given up are its next
+		// owner's to report: kept here, a sum over instances would count
+		// it twice.
+		e.m.PartitionGone(p)
 	}
 }
