@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -156,7 +154,7 @@ func TestTheAdminAPIPausesResumesAndFollowsARebalance(t *testing.T) {
 		}
 	}
 	waitForStatus(t, bURL, "the second instance committing its share", func(s admin.Status) bool { return s.Totals.Records == theirs }, 60*time.Second)
-	committed := groupOffsets(t, group, raw, 4)
+	committed := committedByPartition(t, bootstrap, group, raw)
 	for _, p := range mine {
 		if committed[p] != atPause[p] {
 			t.Errorf("partition %d of the paused instance committed %d, %d at the pause", p, committed[p], atPause[p])
@@ -218,27 +216,4 @@ func sum(m map[int32]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-// groupOffsets are the group's committed offsets of topic's partitions.
-func groupOffsets(t testing.TB, group, topic string, partitions int) map[int32]int64 {
-	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	tps := make([]kafka.TopicPartition, partitions)
-	for i := range tps {
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
-	}
-	got, err := c.Committed(tps, 10000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	for _, tp := range got {
-		out[tp.Partition] = max(int64(tp.Offset), 0)
-	}
-	return out
 }

@@ -175,10 +175,9 @@ func runOffloaderAsPeer(b testing.TB, raw, slim string, n int, store string) pip
 // failed is asked at each turn; a text ends the benchmark with it.
 func groupClock(b testing.TB, start time.Time, group, topic string, n int, failed func() string) (r pipelineRunResult) {
 	b.Helper()
-	admin := newAdmin(b)
 	deadline := start.Add(10 * time.Minute)
 	var half time.Time
-	for committed := committedTotal(b, admin, group, topic); committed < int64(n); committed = committedTotal(b, admin, group, topic) {
+	for committed := committedTotal(b, bootstrap, group, topic); committed < int64(n); committed = committedTotal(b, bootstrap, group, topic) {
 		if half.IsZero() && committed >= int64(n/2) {
 			half, r.lastRecords = time.Now(), n-int(committed)
 		}

@@ -73,7 +73,7 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, bootstrap, produce
 	// Two seconds of commits: the instance is in its steady state. It is
 	// killed once the slim topic shows a transaction open (commit.interval
 	// 1s: one is open most of the time).
-	for first := committedTotal(b, admin, group, raw); committedTotal(b, admin, group, raw) < first+2*slowStorePartitions*slowStoreLiveRate; {
+	for first := committedTotal(b, bootstrap, group, raw); committedTotal(b, bootstrap, group, raw) < first+2*slowStorePartitions*slowStoreLiveRate; {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for !slimBehind(b, admin, slim) {
@@ -83,9 +83,9 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, bootstrap, produce
 	killed := time.Now()
 	deadline := killed.Add(3 * time.Minute)
 	if restart {
-		before := committedTotal(b, admin, group, raw)
+		before := committedTotal(b, bootstrap, group, raw)
 		again := startDaemon(b, cfg)
-		for committedTotal(b, admin, group, raw) <= before {
+		for committedTotal(b, bootstrap, group, raw) <= before {
 			if time.Now().After(deadline) {
 				b.Fatal("the restarted process committed nothing in 3 minutes")
 			}

@@ -280,8 +280,7 @@ func releaseRunOnce(b *testing.B, bin string, w releaseWorkload, raw string, n i
 	r.rss, r.cpu = peakRSS(b, d.cmd.Process.Pid), processCPU(b, d.cmd.Process.Pid)
 	r.gcs = int(metric(b, base, "go_gc_duration_seconds_count"))
 	r.txns = len(committedLine.FindAllString(d.output(), -1))
-	admin := newAdmin(b)
-	for committed := committedTotal(b, admin, group, raw); committed != int64(n); committed = committedTotal(b, admin, group, raw) {
+	for committed := committedTotal(b, bootstrap, group, raw); committed != int64(n); committed = committedTotal(b, bootstrap, group, raw) {
 		// A transaction's offsets show once its markers are written, just
 		// after the commit returns.
 		if committed > int64(n) || time.Now().After(deadline) {

@@ -120,7 +120,7 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, slowStoreUploads, 
 		case <-live:
 			sampling = false
 		case <-time.After(100 * time.Millisecond):
-			committed := committedByPartition(b, admin, group, raw)
+			committed := committedByPartition(b, bootstrap, group, raw)
 			res.p0.add(w.sent[0].Load() - committed[0])
 			res.p1.add(w.sent[1].Load() - committed[1])
 		}
@@ -138,7 +138,7 @@ func untilCommitted(b *testing.B, admin *kafka.AdminClient, group, topic string,
 	b.Helper()
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		total := committedTotal(b, admin, group, topic)
+		total := committedTotal(b, bootstrap, group, topic)
 		if total == n {
 			return
 		}

@@ -63,7 +63,7 @@ transforms:
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("offload pipeline exit code %d", code)
 	}
-	if n := committedTotal(t, newAdmin(t), group, raw); n != int64(len(recs)) {
+	if n := committedTotal(t, bootstrap, group, raw); n != int64(len(recs)) {
 		t.Errorf("committed offsets cover %d records, want all %d (filtered ones included)", n, len(recs))
 	}
 	if len(got) != len(recs)-2 {

@@ -52,7 +52,7 @@ func TestPoisonRecordsGoToTheDeadLetterTopic(t *testing.T) {
 	if len(good)+len(dead1) != len(recs) || len(dead1) != len(poison) {
 		t.Fatalf("slim %d + dead-letter %d records, want %d + %d", len(good), len(dead1), len(recs)-len(poison), len(poison))
 	}
-	if n := committedTotal(t, newAdmin(t), group, raw); n != int64(len(recs)) {
+	if n := committedTotal(t, bootstrap, group, raw); n != int64(len(recs)) {
 		t.Errorf("committed offsets cover %d records, want %d", n, len(recs))
 	}
 	for _, m := range good {

@@ -125,9 +125,9 @@ func TestGCUnderFire(t *testing.T) {
 	close(done)
 	wg.Wait()
 	deadline := time.Now().Add(2 * time.Minute)
-	for sum(groupOffsets(t, group, raw, partitions)) < int64(n) {
+	for sum(committedByPartition(t, bootstrap, group, raw)) < int64(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the group committed %d of %d records", sum(groupOffsets(t, group, raw, partitions)), n)
+			t.Fatalf("the group committed %d of %d records", sum(committedByPartition(t, bootstrap, group, raw)), n)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

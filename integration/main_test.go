@@ -117,7 +117,13 @@ func uniqueName(t testing.TB, kind string) string {
 
 func newAdmin(t testing.TB) *kafka.AdminClient {
 	t.Helper()
-	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	return newAdminOn(t, bootstrap)
+}
+
+// newAdminOn is an admin client of the cluster at bs.
+func newAdminOn(t testing.TB, bs string) *kafka.AdminClient {
+	t.Helper()
+	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +131,22 @@ func newAdmin(t testing.TB) *kafka.AdminClient {
 	return admin
 }
 
-// createTopic creates a topic and waits until its partitions have leaders.
+// createTopic creates a topic on the single broker and waits until its
+// partitions have leaders.
 func createTopic(t testing.TB, name string, partitions int, config map[string]string) {
 	t.Helper()
-	admin := newAdmin(t)
+	createTopicOn(t, bootstrap, name, partitions, 1, config)
+}
+
+// createTopicOn creates a topic with replicas copies of each partition on
+// the cluster at bs and waits until its partitions have leaders.
+func createTopicOn(t testing.TB, bs, name string, partitions, replicas int, config map[string]string) {
+	t.Helper()
+	admin := newAdminOn(t, bs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{
-		Topic: name, NumPartitions: partitions, ReplicationFactor: 1, Config: config,
+		Topic: name, NumPartitions: partitions, ReplicationFactor: replicas, Config: config,
 	}})
 	if err != nil {
 		t.Fatalf("CreateTopics %s: %v", name, err)
@@ -172,8 +186,14 @@ func consumeAll(t testing.TB, topic string, want int, timeout time.Duration) []*
 // also returns the records of aborted transactions.
 func consumeIsolated(t testing.TB, topic, isolation string, want int, timeout time.Duration) []*kafka.Message {
 	t.Helper()
+	return consumeFrom(t, bootstrap, topic, isolation, want, timeout)
+}
+
+// consumeFrom is consumeIsolated on the cluster at bs.
+func consumeFrom(t testing.TB, bs, topic, isolation string, want int, timeout time.Duration) []*kafka.Message {
+	t.Helper()
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers":  bootstrap,
+		"bootstrap.servers":  bs,
 		"group.id":           uniqueName(t, "reader"),
 		"auto.offset.reset":  "earliest",
 		"enable.auto.commit": false,

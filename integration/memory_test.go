@@ -55,11 +55,10 @@ func largeRecordRun(t testing.TB, smallRecords int, measure bool) {
 		return recs
 	}
 	d := startDaemon(t, cfg)
-	admin := newAdmin(t)
 	waitCommitted := func(n int64) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
-		for committedTotal(t, admin, group, raw) < n {
+		for committedTotal(t, bootstrap, group, raw) < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("fewer than %d records committed after 2 minutes:\n%s", n, d.output())
 			}
@@ -188,9 +187,8 @@ func headerHeavyPeak(t testing.TB, budget int64, records int) int64 {
 	}
 	produceRecords(t, raw, recs)
 	d := startDaemon(t, cfg)
-	admin := newAdmin(t)
 	deadline := time.Now().Add(3 * time.Minute)
-	for committedTotal(t, admin, group, raw) < int64(records) {
+	for committedTotal(t, bootstrap, group, raw) < int64(records) {
 		if time.Now().After(deadline) {
 			t.Fatalf("fewer than %d records committed after 3 minutes", records)
 		}

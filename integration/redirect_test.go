@@ -42,7 +42,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 				!strings.Contains(string(out), "follows no redirect") {
 				t.Fatalf("run on a redirecting store: %v\n%s\nwant exit 1, the probe's failure named", err, out)
 			}
-			if n := sum(groupOffsets(t, group, raw, 1)); n != 0 {
+			if n := sum(committedByPartition(t, bootstrap, group, raw)); n != 0 {
 				t.Errorf("the group committed %d records on a store that keeps nothing", n)
 			}
 
@@ -52,7 +52,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 			srv.RedirectPuts(code) // the token expires
 			produceRecords(t, raw, recs[10:])
 			deadline := time.Now().Add(time.Minute)
-			for sum(groupOffsets(t, group, raw, 1)) < 20 && time.Now().Before(deadline) {
+			for sum(committedByPartition(t, bootstrap, group, raw)) < 20 && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
 			}
 			if code := d.stop(t, 45*time.Second); code != 0 {

@@ -89,7 +89,7 @@ transforms: [{type: rehydrate, max_size: 512KiB}]
 	if n := len(consumeAll(t, retry2, 1, 10*time.Second)); n != 1 {
 		t.Errorf("the second retry topic holds %d records, want 1", n)
 	}
-	if n := committedTotal(t, newAdmin(t), group, raw); n != int64(len(recs)) {
+	if n := committedTotal(t, bootstrap, group, raw); n != int64(len(recs)) {
 		t.Errorf("committed offsets cover %d source records, want %d", n, len(recs))
 	}
 	for _, m := range good {

@@ -85,7 +85,7 @@ func waitCommitted(t *testing.T, group, topic string, n int64, timeout time.Dura
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		got := sum(groupOffsets(t, group, topic, 3))
+		got := sum(committedByPartition(t, bootstrap, group, topic))
 		if got >= n {
 			return
 		}

@@ -45,7 +45,13 @@ func scaleValue(i int) []byte {
 
 func startSteadyProducer(t *testing.T, topic string, partitions int, perSecond int) *steadyProducer {
 	t.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5})
+	return startSteadyProducerOn(t, bootstrap, topic, partitions, perSecond)
+}
+
+// startSteadyProducerOn is startSteadyProducer on the cluster at bs.
+func startSteadyProducerOn(t *testing.T, bs, topic string, partitions int, perSecond int) *steadyProducer {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bs, "enable.idempotence": true, "linger.ms": 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,38 +131,11 @@ func TestScaleOutKeepsExactlyOnce(t *testing.T) {
 	// mark begins a step: it returns the group's committed offsets then.
 	mark := func(name string) map[int32]int64 {
 		steps = append(steps, step{name, time.Now()})
-		return groupOffsets(t, group, raw, partitions)
+		return committedByPartition(t, bootstrap, group, raw)
 	}
-	// balanced waits until the live instances hold every partition between
-	// them, each some, and the group's committed offset of every partition
-	// moved past where it stood when the step began: output flows again on
-	// every partition.
 	balanced := func(since map[int32]int64, live ...*instance) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			held, ok := 0, true
-			var sts []admin.Status
-			for _, in := range live {
-				st := adminStatus(t, in.url)
-				sts = append(sts, st)
-				held += len(st.Partitions)
-				ok = ok && len(st.Partitions) > 0
-			}
-			if ok && held == partitions {
-				now := groupOffsets(t, group, raw, partitions)
-				for p := range int32(partitions) {
-					ok = ok && now[p] > since[p]
-				}
-				if ok {
-					return
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d instances did not share the %d partitions, each committing, within 90 s: %+v", len(live), partitions, sts)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		flowing(t, bootstrap, group, raw, partitions, since, 90*time.Second, live...)
 	}
 
 	prod := startSteadyProducer(t, raw, partitions, 300)
@@ -208,13 +187,48 @@ func TestScaleOutKeepsExactlyOnce(t *testing.T) {
 			}
 		}
 	})
-	if committed := committedTotal(t, newAdmin(t), group, raw); committed != int64(n) {
+	if committed := committedTotal(t, bootstrap, group, raw); committed != int64(n) {
 		t.Errorf("the group committed offsets covering %d records, %d were produced", committed, n)
 	}
 	t.Logf("%d records through %d steps, each once and in order", n, len(steps))
 	for i, s := range steps[:len(steps)-1] {
 		all, one := outputPauses(got, s.at, steps[i+1].at)
 		t.Logf("%-45s no output at all for %6s; the longest stall of one partition %6s", s.name, all, one)
+	}
+}
+
+// flowing waits until the live instances hold every partition of topic (on
+// the cluster at bs) between them, each some, and the group's committed offset of every
+// partition moved past since (where it stood when a step began): output
+// flows again on every partition. It returns how long that took.
+func flowing(t *testing.T, bs, group, topic string, partitions int, since map[int32]int64, timeout time.Duration, live ...*instance) time.Duration {
+	t.Helper()
+	began := time.Now()
+	deadline := began.Add(timeout)
+	for {
+		held, ok := 0, true
+		var sts []admin.Status
+		for _, in := range live {
+			st := adminStatus(t, in.url)
+			sts = append(sts, st)
+			held += len(st.Partitions)
+			ok = ok && len(st.Partitions) > 0
+		}
+		var now map[int32]int64
+		if ok && held == partitions {
+			now = committedByPartition(t, bs, group, topic)
+			for p := range int32(partitions) {
+				ok = ok && now[p] > since[p]
+			}
+			if ok {
+				return time.Since(began)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances did not share the %d partitions, each committing, within %s: committed %v, from %v; status %+v",
+				len(live), partitions, timeout, now, since, sts)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -64,7 +64,7 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 		t.Fatalf("--wait: exit %d\n%s", code, out)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for committedTotal(t, newAdmin(t), groupOf(t, cfg), raw) < 60 {
+	for committedTotal(t, bootstrap, groupOf(t, cfg), raw) < 60 {
 		if time.Now().After(deadline) {
 			t.Fatal("the pipeline did not copy all 60 records in a minute")
 		}

@@ -174,7 +174,13 @@ node_command() {
     rm -f "$(node_dir "$n")/pid"
     log "cluster node $n killed (SIGKILL)"
     ;;
-  start) node_launch "$n" && node_ready "$n" ;;
+  start)
+    if running "$(node_dir "$n")/pid"; then
+      log "cluster node $n is already running (pid $(cat "$(node_dir "$n")/pid"))"
+      return 0
+    fi
+    node_launch "$n" && node_ready "$n"
+    ;;
   *) die "node takes stop, kill or start: got '$op'" ;;
   esac
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // Groups reads and moves consumer groups' offsets, and the topics'
-// watermarks, through the admin API (offloader migrate).
+// watermarks, through the admin API (offloader migrate), and reads a
+// group's committed offsets through a consumer of the group (Committed).
 type Groups struct {
 	a admin
+	c Client
 }
 
 // OpenGroups opens an admin client with the consumer's connection settings.
@@ -22,7 +24,7 @@ func OpenGroups(c Client, log *zap.Logger) (*Groups, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Groups{a: a}, nil
+	return &Groups{a: a, c: c}, nil
 }
 
 // Close closes the admin client.
@@ -106,28 +108,66 @@ func (g *Groups) listOffsets(ctx context.Context, topic string, partitions int, 
 }
 
 // Committed are group's committed offsets on topic's partitions (a
-// partition without a commit is absent).
+// partition without a commit is absent). They are read by a consumer of the
+// group that joins nothing (an OffsetFetch from the group's coordinator),
+// not by the admin API's ListConsumerGroupOffsets: when the coordinator
+// answers NOT_COORDINATOR (it moved: a broker bounced), librdkafka's admin
+// client hands the error to a consumer group it does not have, and the
+// process dies of a segmentation fault (librdkafka issue 5040, open in the
+// bundled 2.11; seen here while a 3-node cluster's group coordinator
+// restarted). A consumer has the group, and asks the new coordinator.
 func (g *Groups) Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error) {
 	var tps []kafka.TopicPartition
 	for p := range partitions {
 		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p)})
 	}
-	res, err := g.a.ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}})
+	cm := readerConfig(g.c, false)
+	(*cm)["group.id"] = group
+	c, err := kafka.NewConsumer(cm)
+	if err != nil {
+		return nil, fmt.Errorf("reading the offsets of group %s: %w", group, err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = d
+	}
+	// A coordinator that moved answers NOT_COORDINATOR (or is loading the
+	// group) until the client finds the new one: asked again until the
+	// deadline.
+	got, err := c.Committed(tps, max(1, int(time.Until(deadline).Milliseconds())))
+	for coordinatorMoving(err) && time.Until(deadline) > 100*time.Millisecond && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		got, err = c.Committed(tps, max(1, int(time.Until(deadline).Milliseconds())))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the offsets of group %s: %w", group, err)
 	}
 	out := map[int32]int64{}
-	for _, gr := range res.ConsumerGroupsTopicPartitions {
-		for _, tp := range gr.Partitions {
-			if tp.Error != nil {
-				return nil, fmt.Errorf("reading the offset of group %s on %s[%d]: %w", group, topic, tp.Partition, tp.Error)
-			}
-			if tp.Offset >= 0 {
-				out[tp.Partition] = int64(tp.Offset)
-			}
+	for _, tp := range got {
+		if tp.Error != nil {
+			return nil, fmt.Errorf("reading the offset of group %s on %s[%d]: %w", group, topic, tp.Partition, tp.Error)
+		}
+		if tp.Offset >= 0 {
+			out[tp.Partition] = int64(tp.Offset)
 		}
 	}
 	return out, nil
+}
+
+// coordinatorMoving reports an error of a group coordinator that moved, is
+// loading the group, or cannot be reached for now: the next ask may find it.
+func coordinatorMoving(err error) bool {
+	var kerr kafka.Error
+	if !errors.As(err, &kerr) {
+		return false
+	}
+	switch kerr.Code() {
+	case kafka.ErrNotCoordinator, kafka.ErrCoordinatorNotAvailable, kafka.ErrCoordinatorLoadInProgress,
+		kafka.ErrTimedOut, kafka.ErrTransport, kafka.ErrAllBrokersDown:
+		return true
+	}
+	return kerr.IsRetriable()
 }
 
 // Members is the number of active members of group and its state.

@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// The tests on the 3-node cluster (scripts/services.sh start cluster; make
+// test starts it beside the single broker) stop, kill and restart its
+// nodes, so they run one at a time: clusterMu keeps any two apart, whatever
+// -parallel says.
+var clusterMu sync.Mutex
+
+// onCluster is the 3-node cluster's bootstrap, once all three nodes answer;
+// it holds the cluster for the test.
+func onCluster(t *testing.T) string {
+	t.Helper()
+	bs := os.Getenv("TEST_CLUSTER_BOOTSTRAP")
+	if bs == "" {
+		t.Fatal("TEST_CLUSTER_BOOTSTRAP is not set: this test runs on the 3-node cluster; run it with `make test`, or `scripts/services.sh start cluster` and export what scripts/services.sh env prints")
+	}
+	clusterMu.Lock()
+	t.Cleanup(clusterMu.Unlock)
+	adm := newAdminOn(t, bs)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		md, err := adm.GetMetadata(nil, false, 5000)
+		if err == nil && len(md.Brokers) == 3 {
+			return bs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster at %s does not have 3 brokers up (%v, %v): scripts/services.sh status", bs, md, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// servicesOut runs scripts/services.sh with args and returns what it printed.
+func servicesOut(t *testing.T, args ...string) string {
+	t.Helper()
+	if servicesScript == "" {
+		t.Fatal("TEST_SERVICES_SCRIPT is not set: this test drives the cluster's nodes with scripts/services.sh; run it with `make test`")
+	}
+	out, err := exec.Command("bash", append([]string{servicesScript}, args...)...).Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("services.sh %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// node stops (clean), kills (SIGKILL) or starts one node of the cluster;
+// a node stopped or killed by a test is started again when it ends.
+func node(t *testing.T, op string, n int) {
+	t.Helper()
+	servicesOut(t, "node", op, strconv.Itoa(n))
+	if op != "start" {
+		t.Cleanup(func() {
+			if out, err := exec.Command("bash", servicesScript, "node", "start", strconv.Itoa(n)).CombinedOutput(); err != nil {
+				t.Errorf("restarting cluster node %d: %v\n%s", n, err, out)
+			}
+		})
+	}
+}
+
+// coordinator is the node that coordinates the group or transactional id.
+func coordinator(t *testing.T, kind, id string) int {
+	t.Helper()
+	n, err := strconv.Atoi(servicesOut(t, "coordinator", kind, id))
+	if err != nil {
+		t.Fatalf("the %s coordinator of %s: %v", kind, id, err)
+	}
+	return n
+}
+
+// leaderOf is the node leading topic's partition, as the metadata says (-1:
+// none now).
+func leaderOf(adm *kafka.AdminClient, topic string, partition int32) (int, error) {
+	md, err := adm.GetMetadata(&topic, false, 10000)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range md.Topics[topic].Partitions {
+		if p.ID == partition {
+			return int(p.Leader), nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no partition %d", topic, partition)
+}
+
+// waitLeaderMoves waits until a node other than gone leads every partition
+// of topic that it led, and returns how long that took from since.
+func waitLeaderMoves(t *testing.T, adm *kafka.AdminClient, topic string, partitions int, gone int, since time.Time) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		moved := true
+		for p := range int32(partitions) {
+			// The metadata may not answer while the node it asked is the
+			// one that went: asked again.
+			if l, err := leaderOf(adm, topic, p); err != nil || l == gone || l < 0 {
+				moved = false
+			}
+		}
+		if moved {
+			return time.Since(since)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d still leads a partition of %s 2 minutes after it went", gone, topic)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Two instances under live load on a 3-node cluster (RF 3,
+// min.insync.replicas 2) while its nodes fail: the leader of a raw
+// partition is killed with SIGKILL and started again, then the group's
+// coordinator and an instance's transaction coordinator are each bounced
+// cleanly. After each event every partition commits again within the
+// broker's failover (how long the metadata took to name new leaders) and
+// failoverSlack; the slim topic then holds every record once, in order per
+// partition, and the group's offsets cover the raw topic. It logs each
+// event's figures (docs/operations.md's stall table).
+func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
+	bs := onCluster(t)
+	const partitions = 6
+	adm := newAdminOn(t, bs)
+	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
+	createTopicOn(t, bs, raw, partitions, 3, map[string]string{"max.message.bytes": "8388608"})
+	// A slim record's time is when it was written: the stalls are read from them.
+	createTopicOn(t, bs, slim, partitions, 3, map[string]string{"message.timestamp.type": "LogAppendTime"})
+	root := t.TempDir()
+	group := uniqueName(t, "g")
+	cfg := pipelineFile(t, "failover", raw, slim, group,
+		fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root),
+		fmt.Sprintf("kafka: {bootstrap_servers: %q}", bs))
+	base := uniqueName(t, "node")
+	start := func(n int) *instance {
+		in := &instance{id: fmt.Sprintf("%s-%d", base, n)}
+		in.d = startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0", "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+in.id)
+		in.url = in.d.metricsURL(t)
+		return in
+	}
+	prod := startSteadyProducerOn(t, bs, raw, partitions, 300)
+	a, b := start(0), start(1)
+	flowing(t, bs, group, raw, partitions, nil, 2*time.Minute, a, b)
+
+	// Within the failover, a client finds the new leader at its next
+	// metadata refresh (librdkafka asks again at once on a leader error, and
+	// backs off up to a second between tries), the open transaction's calls
+	// ride out a moved coordinator, and the next commit interval commits.
+	const failoverSlack = 20 * time.Second
+	type step struct {
+		name string
+		at   time.Time
+	}
+	var steps []step
+	event := func(name string, act func() (gone int)) {
+		t.Helper()
+		since := committedByPartition(t, bs, group, raw)
+		began := time.Now()
+		steps = append(steps, step{name, began})
+		gone := act()
+		failover := time.Duration(0)
+		if gone > 0 {
+			failover = waitLeaderMoves(t, adm, raw, partitions, gone, began)
+		}
+		took := flowing(t, bs, group, raw, partitions, since, failover+failoverSlack, a, b)
+		t.Logf("%-45s leaders moved after %6s; every partition committed again %6s later",
+			name, failover.Round(10*time.Millisecond), took.Round(10*time.Millisecond))
+	}
+	var killed int
+	event("kill -9 of the leader of raw[0]", func() int {
+		var err error
+		if killed, err = leaderOf(adm, raw, 0); err != nil {
+			t.Fatal(err)
+		}
+		node(t, "kill", killed)
+		return killed
+	})
+	event("the killed node started again", func() int {
+		node(t, "start", killed)
+		return 0
+	})
+	// A clean bounce: the node stops (its leaderships and coordinators move
+	// first: controlled shutdown), the pipeline goes on without it, and
+	// again once it is back.
+	bounce := func(what string, n int) {
+		event(fmt.Sprintf("clean stop of %s (node %d)", what, n), func() int {
+			node(t, "stop", n)
+			return n
+		})
+		event(fmt.Sprintf("%s started again", what), func() int {
+			node(t, "start", n)
+			return 0
+		})
+	}
+	bounce("the group coordinator", coordinator(t, "group", group))
+	bounce("a transaction coordinator", coordinator(t, "transaction", a.id))
+
+	steps = append(steps, step{"producer stops", time.Now()})
+	n := prod.finish(t)
+	got := consumeFrom(t, bs, slim, "read_committed", n, 3*time.Minute)
+	for _, in := range []*instance{a, b} {
+		if code := in.d.stop(t, 45*time.Second); code != 0 {
+			t.Errorf("%s: exit %d after SIGTERM", in.id, code)
+		}
+	}
+	store := openFS(t, root)
+	assertEachOnce(t, got, n, func(i int, m *kafka.Message) {
+		if m.TopicPartition.Partition != int32(i%partitions) {
+			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, i%partitions)
+		}
+		if i%100 == 0 {
+			if v := resolve(t, store, m); !bytes.Equal(v, scaleValue(i)) {
+				t.Fatalf("key %d resolved to %d different bytes", i, len(v))
+			}
+		}
+	})
+	if committed := committedTotal(t, bs, group, raw); committed != int64(n) {
+		t.Errorf("the group committed offsets covering %d records, %d were produced", committed, n)
+	}
+	t.Logf("%d records through %d events, each once and in order; slim output around each:", n, len(steps)-1)
+	for i, s := range steps[:len(steps)-1] {
+		all, one := outputPauses(got, s.at, steps[i+1].at)
+		t.Logf("%-50s no output at all for %6s; the longest stall of one partition %6s", s.name, all, one)
+	}
+}
