@@ -62,7 +62,11 @@ const cutByTransport = "Local: Broker transport failure"
 // "...: Disconnected ...", "...: Receive failed ...", "...: Connection
 // refused", after librdkafka's thread name ("[thrd:HOST:PORT/ID]: ") and,
 // for a coordinator's connection, its role ("GroupCoordinator: HOST:PORT: ").
-var awayMessage = regexp.MustCompile(`^(?:\[thrd:[^\]]*\]: )?(?:[A-Za-z]+Coordinator: )?(\S+:\d+(?:/\S+?)?): (Connect to .* failed|Disconnected|Receive failed|Send failed|Failed to resolve|.*Connection (refused|reset)|.*timed out)`)
+// The broker is never the thread name itself: "[thrd:HOST:PORT/ID]: Current
+// transaction failed ...: 6 message(s) timed out" is a transaction's
+// produce timeout, logged as librdkafka says, not a broker away named
+// "[thrd:HOST:PORT".
+var awayMessage = regexp.MustCompile(`^(?:\[thrd:[^\]]*\]: )?(?:[A-Za-z]+Coordinator: )?([^\s\[]\S*:\d+(?:/\S+?)?): (Connect to .* failed|Disconnected|Receive failed|Send failed|Failed to resolve|.*Connection (refused|reset)|.*timed out)`)
 
 // brokerAway reports whether msg says a broker is away, and which one
 // (HOST:PORT: its connections as a broker, bootstrap server and coordinator

@@ -47,6 +47,23 @@ func digitsKey(msg string) string { return digits.ReplaceAllString(msg, "#") }
 // connection attempt, and once for all the clients that share the outages
 // (an instance's consumer and producer); another client error stays an
 // error; a broker away again after a quiet spell is a new outage.
+// brokerAway names the broker of a line about its connection, intact, and
+// nothing for a line whose only broker is librdkafka's thread name: a
+// transaction's produce timeout is not a broker away (it was logged as one,
+// for a broker named "[thrd:127.0.0.1:39392").
+func TestBrokerAwayNamesTheBrokerIntact(t *testing.T) {
+	for msg, want := range map[string]string{
+		"[thrd:127.0.0.1:19193/2]: 127.0.0.1:19193/2: Disconnected (after 1200ms in state UP)":                                                              "127.0.0.1:19193",
+		"127.0.0.1:19194/2: Receive failed: Connection reset by peer":                                                                                       "127.0.0.1:19194",
+		"[thrd:TxnCoordinator]: TxnCoordinator: 127.0.0.1:19092: Connect to ipv4#127.0.0.1:19092 failed: Connection refused":                                "127.0.0.1:19092",
+		"[thrd:127.0.0.1:19192/1]: Current transaction failed in state InTransaction: 6 message(s) timed out on slim [2] (_TIMED_OUT, requires epoch bump)": "",
+	} {
+		if got, _ := brokerAway(msg); got != want {
+			t.Errorf("brokerAway(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
 func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	events, consumer := make(chan kafka.LogEvent, 16), make(chan kafka.LogEvent, 1)

@@ -45,6 +45,8 @@ type Session struct {
 	away     *outages
 	group    *Group // whose consumer's group metadata goes into each commit
 	producer *kafka.Producer
+	// producerLog is the producer's log, retired when it is replaced.
+	producerLog retiredLog
 	// stuckGrace and slowAfter are the package's stuckGrace and
 	// slowCallAfter, shorter in tests.
 	stuckGrace, slowAfter time.Duration
@@ -133,8 +135,9 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
 	}
-	go s.logEvents(producer)
-	go logClient(s.log, producer.Logs(), s.away)
+	s.producerLog = newRetiredLog(s.log)
+	go s.logEvents(producer, s.producerLog.Logger)
+	go logClient(s.producerLog.Logger, producer.Logs(), s.away)
 	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	deadline, _ := initCtx.Deadline()
@@ -150,20 +153,20 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 // logEvents logs the producer's client errors (a broker going away, say) until
 // the producer closes, each kind once per repeatWindow with a count. The
 // transactional calls report what they mean for a batch; these say why.
-func (s *Session) logEvents(producer *kafka.Producer) {
+func (s *Session) logEvents(producer *kafka.Producer, log *zap.Logger) {
 	var once repeats
 	for ev := range producer.Events() {
 		if e, ok := ev.(kafka.Error); ok {
 			if transient(e) {
-				s.log.Debug("producer error", zap.Error(e))
+				log.Debug("producer error", zap.Error(e))
 				continue
 			}
 			level := zap.WarnLevel
 			if e.IsFatal() {
 				level = zap.ErrorLevel
 			}
-			if log, suppressed := once.log(e.Error()); log || e.IsFatal() {
-				s.log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()), zap.Int("repeated_since_last_logged", suppressed))
+			if say, suppressed := once.log(e.Error()); say || e.IsFatal() {
+				log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()), zap.Int("repeated_since_last_logged", suppressed))
 			}
 		}
 	}
@@ -297,6 +300,7 @@ func (s *Session) replaceStuck(ctx context.Context) error {
 // transaction, as a restart of the instance would.
 func (s *Session) replaceProducer(ctx context.Context) error {
 	s.replaced.Inc()
+	s.producerLog.retire()
 	p, err := s.newProducer(ctx)
 	if err != nil {
 		return err
