@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +84,13 @@ const remoteLatency = 100 * time.Millisecond
 // the test's): it answers a PUT with 201 after reading its body and waiting
 // latency, and a GET with the object or 404. It returns its URL.
 func remoteStore(b testing.TB, latency time.Duration) string {
+	url, _ := countingRemoteStore(b, latency)
+	return url
+}
+
+// countingRemoteStore is remoteStore, and the count of PUTs it answered.
+func countingRemoteStore(b testing.TB, latency time.Duration) (string, *atomic.Int64) {
+	puts := new(atomic.Int64)
 	dir := b.TempDir()
 	file := func(r *http.Request) string { return filepath.Join(dir, hex.EncodeToString([]byte(r.URL.Path))) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -100,12 +108,13 @@ func remoteStore(b testing.TB, latency time.Duration) string {
 			}
 			time.Sleep(latency)
 			w.WriteHeader(http.StatusCreated)
+			puts.Add(1)
 		default:
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		}
 	}))
 	b.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, puts
 }
 
 func plainHTTPPuts(b testing.TB, url string, n, size, workers int) time.Duration {

@@ -30,11 +30,12 @@ type batch struct {
 }
 
 // part is one partition's records in the batch in hand, in input order:
-// proc handed out (produced or dropped) the first handed of them.
+// proc handed out (produced or dropped) the first handed of them; held are
+// the bytes of the others.
 type part struct {
 	Partition
-	queue  []entry
-	handed int
+	queue        []entry
+	handed, held int
 }
 
 // entry is a record of the batch: its offset and its key and value bytes.
@@ -74,6 +75,7 @@ func (b *batch) note(rec *pipeline.Record) int {
 	b.held += size
 	p := &b.parts[b.last]
 	p.queue = append(p.queue, entry{rec.Offset, size})
+	p.held += size
 	return b.last
 }
 
@@ -81,6 +83,7 @@ func (b *batch) note(rec *pipeline.Record) int {
 func (b *batch) handOut(lane int) {
 	p := &b.parts[lane]
 	b.held -= p.queue[p.handed].size
+	p.held -= p.queue[p.handed].size
 	b.handed++
 	p.handed++
 }
@@ -116,6 +119,16 @@ func (b *batch) split(now time.Time) (done share, rest []Offset) {
 		b.start = now
 	}
 	return done, rest
+}
+
+// heldBy are the bytes p's records not handed out yet hold.
+func (b *batch) heldBy(p Partition) int {
+	for _, pt := range b.parts {
+		if pt.Partition == p {
+			return pt.held
+		}
+	}
+	return 0
 }
 
 // firsts are the first offsets of the partitions with records in hand.

@@ -171,8 +171,11 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.obey(work); err != nil {
 			return rep, err
 		}
+		if err := e.boundIntake(); err != nil {
+			return rep, err
+		}
 		atBound := e.batch.held >= e.opts.Commit.MaxBytes
-		if e.batch.proc != nil && (e.batch.proc.Full() || atBound) {
+		if e.batch.proc != nil && (e.batch.proc.Full() && !e.readingOn() || atBound) {
 			// Every upload slot is taken and as many records wait for one,
 			// or the records in hand hold commit.max_bytes: no record is
 			// taken in until one is taken on or handed out (records not

@@ -20,6 +20,9 @@ const (
 	// byPrefetch: the consumer holds more than its share of memory
 	// (PrefetchBound), for every partition held.
 	byPrefetch
+	// byIntake: the partition holds more than its share of commit.max_bytes
+	// while the batch nears it (boundIntake).
+	byIntake
 )
 
 // ledger is why each partition is paused. The consumer is asked to pause a
