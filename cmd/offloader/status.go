@@ -233,8 +233,11 @@ func printStatus(w io.Writer, st admin.Status, now time.Time) {
 	fmt.Fprintln(tw, "PARTITION\tPOSITION\tCOMMITTED\tLAG\t")
 	for _, p := range st.Partitions {
 		note := ""
-		if p.Held {
+		switch {
+		case p.Held:
 			note = "held until its next retry is due"
+		case p.StalledSeconds > 0:
+			note = fmt.Sprintf("has not moved for %s", time.Duration(p.StalledSeconds)*time.Second)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", engine.Partition{Topic: p.Topic, Partition: p.Partition}, known(p.Position), known(p.Committed), known(p.Lag), note)
 	}
