@@ -118,6 +118,9 @@ type Engine struct {
 	hold   *hold       // an operator's pause in effect
 	board  statusBoard // the status reporter
 	stalls stalls      // when each partition held last moved
+	// starvedSince is when boundIntake first saw a partition with lag and
+	// nothing in hand while the uploads were full (zero: not now).
+	starvedSince time.Time
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
@@ -174,8 +177,9 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.boundIntake(); err != nil {
 			return rep, err
 		}
-		atBound := e.batch.held >= e.opts.Commit.MaxBytes
-		if e.batch.proc != nil && (e.batch.proc.Full() && !e.readingOn() || atBound) {
+		readingOn := e.readingOn()
+		atBound := e.batch.held >= e.heldBound(readingOn)
+		if e.batch.proc != nil && (e.batch.proc.Full() && !readingOn || atBound) {
 			// Every upload slot is taken and as many records wait for one,
 			// or the records in hand hold commit.max_bytes: no record is
 			// taken in until one is taken on or handed out (records not

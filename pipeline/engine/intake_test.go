@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/pipeline"
@@ -53,6 +54,7 @@ func TestAPartitionWithoutUploadsNeverWaitsOnAnothers(t *testing.T) {
 			h.opts.Commit.MaxBytes = c.bound
 			var othersDone bool
 			if _, err := h.run(func() bool {
+				h.clock.advance(10 * time.Millisecond) // time passes while the uploads stand still
 				if !othersDone && h.b.committedAt(p1) == 30 && h.b.committedAt(p2) == 30 && h.b.committedAt(p3) == 30 {
 					othersDone = true
 					if n := h.b.committedAt(p0); n != 0 {
