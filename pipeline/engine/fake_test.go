@@ -76,11 +76,13 @@ func (c *clock) After(d time.Duration) <-chan time.Time {
 // source is a fake Source over a broker. The first Poll assigns initial;
 // script runs a step (a rebalance) before the Poll of that number.
 type source struct {
-	b        *broker
-	clock    *clock
-	rb       Rebalancer
-	initial  []Partition
-	script   map[int]func(s *source)
+	b       *broker
+	clock   *clock
+	rb      Rebalancer
+	initial []Partition
+	script  map[int]func(s *source)
+	// every runs before each Poll, after its script step.
+	every    func(s *source)
 	polls    int
 	assigned []Partition
 	pos      map[Partition]int64
@@ -141,6 +143,9 @@ func (s *source) Poll(timeout time.Duration) (*pipeline.Record, error) {
 	}
 	if step := s.script[s.polls]; step != nil {
 		step(s)
+	}
+	if s.every != nil {
+		s.every(s)
 	}
 	for range len(s.assigned) {
 		p := s.assigned[s.next%len(s.assigned)]

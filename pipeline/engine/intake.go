@@ -15,8 +15,8 @@ const intakeWait = time.Second
 // their step: a partition whose records need no upload then waits on
 // another's backlog (25-40 s to a first commit behind a slow store's
 // partition). So when the uploads are full, or the batch holds three
-// quarters of its bound, and for intakeWait on end (or at once at the
-// bound) a partition with lag (or none known yet) has had nothing in hand,
+// quarters of its bound, and for intakeWait on end a partition with lag
+// (or none known yet) has had nothing in hand,
 // the partitions holding more than
 // their share of what the batch holds (its bytes over the partitions held)
 // are paused (byIntake), and the others read on, up to a quarter past the
@@ -60,7 +60,7 @@ func (e *Engine) boundIntake() error {
 		if e.starvedSince.IsZero() {
 			e.starvedSince = e.now
 		}
-		if e.now.Sub(e.starvedSince) < intakeWait && held < bound {
+		if e.now.Sub(e.starvedSince) < intakeWait {
 			return nil
 		}
 		e.starvedSince = time.Time{}
