@@ -15,10 +15,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 services=$here/services.sh
 
 started=()
+# The status is read once: grep -q leaving a pipe early fails it under
+# pipefail.
+status=$("$services" status)
 for svc in ${WITH_SERVICES:-kafka azurite s3}; do
   case "$svc" in
-  cluster) "$services" status | grep -q "^cluster node .*: stopped" && started+=(cluster) ;;
-  *) "$services" status | grep -q "^$svc: running" || started+=("$svc") ;;
+  cluster) if grep -q "^cluster node .*: stopped" <<<"$status"; then started+=(cluster); fi ;;
+  *) if ! grep -q "^$svc: running" <<<"$status"; then started+=("$svc"); fi ;;
   esac
 done
 cleanup() {
