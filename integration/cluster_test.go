@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -130,7 +129,7 @@ func waitLeaderMoves(t *testing.T, adm *kafka.AdminClient, topic string, partiti
 // coordinator and an instance's transaction coordinator are each bounced
 // cleanly. After each event every partition commits again within the
 // broker's failover (how long the metadata took to name new leaders) and
-// failoverSlack; the slim topic then holds every record once, in order per
+// failoverSlack, which bounds a hung transactional call too; the slim topic then holds every record once, in order per
 // partition, and the group's offsets cover the raw topic. It logs each
 // event's figures (docs/operations.md's stall table).
 func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
@@ -161,7 +160,11 @@ func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
 	// metadata refresh (librdkafka asks again at once on a leader error, and
 	// backs off up to a second between tries), the open transaction's calls
 	// ride out a moved coordinator, and the next commit interval commits.
-	const failoverSlack = 20 * time.Second
+	// A transactional call may hang instead (SendOffsetsToTransaction with
+	// its group coordinator stopped: librdkafka issues 5456 and 5511, seen
+	// in 1 of 3 runs here): the instance is then out of the group until its
+	// producer is replaced, 45 s on (docs/operations.md), and rejoins.
+	const failoverSlack = 20*time.Second + 45*time.Second
 	type step struct {
 		name string
 		at   time.Time
@@ -172,6 +175,7 @@ func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
 		since := committedByPartition(t, bs, group, raw)
 		began := time.Now()
 		steps = append(steps, step{name, began})
+		t.Logf("%s: begins", name)
 		gone := act()
 		failover := time.Duration(0)
 		if gone > 0 {
@@ -212,26 +216,7 @@ func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
 
 	steps = append(steps, step{"producer stops", time.Now()})
 	n := prod.finish(t)
-	got := consumeFrom(t, bs, slim, "read_committed", n, 3*time.Minute)
-	for _, in := range []*instance{a, b} {
-		if code := in.d.stop(t, 45*time.Second); code != 0 {
-			t.Errorf("%s: exit %d after SIGTERM", in.id, code)
-		}
-	}
-	store := openFS(t, root)
-	assertEachOnce(t, got, n, func(i int, m *kafka.Message) {
-		if m.TopicPartition.Partition != int32(i%partitions) {
-			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, i%partitions)
-		}
-		if i%100 == 0 {
-			if v := resolve(t, store, m); !bytes.Equal(v, scaleValue(i)) {
-				t.Fatalf("key %d resolved to %d different bytes", i, len(v))
-			}
-		}
-	})
-	if committed := committedTotal(t, bs, group, raw); committed != int64(n) {
-		t.Errorf("the group committed offsets covering %d records, %d were produced", committed, n)
-	}
+	got := steadyOutput(t, bs, slim, group, raw, root, n, partitions, a, b)
 	t.Logf("%d records through %d events, each once and in order; slim output around each:", n, len(steps)-1)
 	for i, s := range steps[:len(steps)-1] {
 		all, one := outputPauses(got, s.at, steps[i+1].at)

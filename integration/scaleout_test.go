@@ -170,7 +170,22 @@ func TestScaleOutKeepsExactlyOnce(t *testing.T) {
 	mark("producer stops")
 	n := prod.finish(t)
 
-	got := consumeAll(t, slim, n, 180*time.Second)
+	got := steadyOutput(t, bootstrap, slim, group, raw, root, n, partitions, live...)
+	t.Logf("%d records through %d steps, each once and in order", n, len(steps))
+	for i, s := range steps[:len(steps)-1] {
+		all, one := outputPauses(got, s.at, steps[i+1].at)
+		t.Logf("%-45s no output at all for %6s; the longest stall of one partition %6s", s.name, all, one)
+	}
+}
+
+// steadyOutput reads the slim topic of a steadyProducer's n records on the
+// cluster at bs once every live instance stopped (SIGTERM), and checks that
+// it holds each record once, in order, in its source partition, the
+// offloaded ones resolving from the filesystem store at root to their
+// values, and that the group's offsets cover the raw topic.
+func steadyOutput(t *testing.T, bs, slim, group, raw, root string, n, partitions int, live ...*instance) []*kafka.Message {
+	t.Helper()
+	got := consumeFrom(t, bs, slim, "read_committed", n, 3*time.Minute)
 	for _, in := range live {
 		if code := in.d.stop(t, 45*time.Second); code != 0 {
 			t.Errorf("%s: exit %d after SIGTERM", in.id, code)
@@ -187,14 +202,10 @@ func TestScaleOutKeepsExactlyOnce(t *testing.T) {
 			}
 		}
 	})
-	if committed := committedTotal(t, bootstrap, group, raw); committed != int64(n) {
+	if committed := committedTotal(t, bs, group, raw); committed != int64(n) {
 		t.Errorf("the group committed offsets covering %d records, %d were produced", committed, n)
 	}
-	t.Logf("%d records through %d steps, each once and in order", n, len(steps))
-	for i, s := range steps[:len(steps)-1] {
-		all, one := outputPauses(got, s.at, steps[i+1].at)
-		t.Logf("%-45s no output at all for %6s; the longest stall of one partition %6s", s.name, all, one)
-	}
+	return got
 }
 
 // flowing waits until the live instances hold every partition of topic (on
