@@ -16,12 +16,12 @@ const intakeWait = time.Second
 // another's backlog (25-40 s to a first commit behind a slow store's
 // partition). So when the uploads are full, or the batch holds three
 // quarters of its bound, and for intakeWait on end a partition with lag
-// (or none known yet) has had nothing in hand,
-// the partitions holding more than
-// their share of what the batch holds (its bytes over the partitions held)
-// are paused (byIntake), and the others read on, up to a quarter past the
-// bound (heldBound): the batch holds at most 5/4 of commit.max_bytes. Once half as many records as
-// there are upload slots wait, and the batch holds half its bound or less,
+// (or none known yet) has had nothing in hand, the partitions holding more
+// than their share of what the batch holds (its bytes over the partitions
+// held) are paused (byIntake), and the others read on, up to a quarter past
+// the bound (heldBound): the batch holds at most 5/4 of commit.max_bytes.
+// Once half as many records as there are upload slots wait, and the batch
+// holds half its bound or less,
 // the paused partitions resume from their position. A pause drops what the
 // consumer fetched past the position: the records are fetched again, never
 // skipped or read twice. The wait keeps a pipeline busy with uploads on
@@ -37,9 +37,9 @@ func (e *Engine) boundIntake() error {
 		_, waiting = e.batch.proc.Uploads()
 		full = e.batch.proc.Full()
 	}
-	paused := e.ledger.with(byIntake)
+	paused := e.ledger.any(byIntake)
 	switch {
-	case len(paused) == 0 && len(e.assigned) > 1 && (full || held >= bound-bound/4):
+	case !paused && len(e.assigned) > 1 && (full || held >= bound-bound/4):
 		share := held / len(e.assigned)
 		var heavy []Partition
 		starved := false
@@ -67,9 +67,10 @@ func (e *Engine) boundIntake() error {
 		if err := e.ledger.pause(heavy, byIntake); err != nil {
 			return fmt.Errorf("%w: pausing %v, which hold more than their share of the uploads: %w", ErrFatal, heavy, err)
 		}
-	case len(paused) > 0 && held <= bound/2 && waiting <= max(1, e.opts.Workers.Max)/2:
-		if err := e.ledger.resume(paused, byIntake); err != nil {
-			return fmt.Errorf("%w: resuming %v after their uploads: %w", ErrFatal, paused, err)
+	case paused && held <= bound/2 && waiting <= max(1, e.opts.Workers.Max)/2:
+		parts := e.ledger.with(byIntake)
+		if err := e.ledger.resume(parts, byIntake); err != nil {
+			return fmt.Errorf("%w: resuming %v after their uploads: %w", ErrFatal, parts, err)
 		}
 	}
 	return nil
@@ -87,4 +88,4 @@ func (e *Engine) heldBound(readingOn bool) int {
 
 // readingOn reports whether boundIntake paused the partitions holding the
 // uploads, so that the others are read while the uploads are full.
-func (e *Engine) readingOn() bool { return len(e.ledger.with(byIntake)) > 0 }
+func (e *Engine) readingOn() bool { return e.ledger.any(byIntake) }

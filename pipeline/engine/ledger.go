@@ -83,6 +83,16 @@ func (l *ledger) resume(parts []Partition, r reason) error {
 // has says whether p is paused for r.
 func (l *ledger) has(p Partition, r reason) bool { return l.why[p]&r != 0 }
 
+// any says whether some partition is paused for r (with, without its list).
+func (l *ledger) any(r reason) bool {
+	for _, w := range l.why {
+		if w&r != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // with are the partitions paused for r, in order.
 func (l *ledger) with(r reason) []Partition {
 	var out []Partition
