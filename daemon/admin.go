@@ -64,8 +64,12 @@ func startPaused(eng *engine.Engine, path string, logger *zap.Logger) error {
 	return nil
 }
 
-// leaveTimeout bounds removing the static membership at a stop.
-const leaveTimeout = 10 * time.Second
+// leaveTimeout bounds removing the static membership at a stop. It covers a
+// group coordinator's failover (a crash: the broker's session timeout, 9 s
+// by default, then the election; 13-15 s on the suite's 3-node cluster),
+// which the request rides out; with the stop's own commit (at most 30 s)
+// it stays within the StatefulSet's 90 s termination grace period.
+const leaveTimeout = 30 * time.Second
 
 // leaveGroup removes the stopped instance's static membership (POST /leave
 // asked for it): its partitions move to the other instances now, not after
