@@ -9,6 +9,7 @@ import (
 
 	"github.com/offloader/offloader/gc"
 	"github.com/offloader/offloader/settings"
+	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/transforms"
 )
 
@@ -21,12 +22,18 @@ func (p *Pipeline) Writer() string { return p.Name + "@" + p.SlimTopic }
 // steps write under, then those its stores adopt for gc (gc_adopt).
 func (p *Pipeline) KeyPrefixes() []gc.Prefix {
 	var out []gc.Prefix
-	seen := map[[2]string]bool{}
+	seen := map[[2]string]int{}
 	add := func(store, prefix string, adopted bool) {
-		if k := [2]string{store, prefix}; !seen[k] {
-			seen[k] = true
-			out = append(out, gc.Prefix{Store: store, Prefix: prefix, Adopted: adopted})
+		k := [2]string{store, prefix}
+		if i, ok := seen[k]; ok {
+			// A store may adopt the prefix the pipeline writes under:
+			// its objects that name no writer or cluster (written by
+			// earlier versions) are then the pipeline's too.
+			out[i].Adopted = out[i].Adopted || adopted
+			return
 		}
+		seen[k] = len(out)
+		out = append(out, gc.Prefix{Store: store, Prefix: prefix, Adopted: adopted})
 	}
 	for _, step := range p.Transforms {
 		if step == nil {
@@ -83,8 +90,29 @@ func (f *File) validatePrefixes(problems *settings.Problems) {
 	}
 }
 
-// sameStore reports whether two store definitions name one store: the same
-// type and settings.
+// sameStore reports whether two store definitions name one store: one
+// place.
 func sameStore(a, b *Store) bool {
-	return a != nil && b != nil && a.Type == b.Type && fmt.Sprint(a.Settings) == fmt.Sprint(b.Settings)
+	return a != nil && b != nil && a.Place() == b.Place()
+}
+
+// Place is the physical place the store keeps its objects in
+// (stores.Located), or, for a type that does not say, its type and
+// settings.
+func (s *Store) Place() string {
+	if l, ok := s.Config.(stores.Located); ok {
+		return l.Place()
+	}
+	return s.Type + ":" + fmt.Sprint(s.Settings)
+}
+
+// StorePlaces are the places of the pipeline's stores, by name.
+func (p *Pipeline) StorePlaces() map[string]string {
+	out := map[string]string{}
+	for name, s := range p.Stores {
+		if s != nil {
+			out[name] = s.Place()
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
 )
 
@@ -45,12 +46,14 @@ type CheckKafka struct {
 	Bootstrap string `json:"bootstrap_servers"`
 	// Reached: the cluster answered; else Error says how it failed, and Fix
 	// what to change when no broker answered.
-	Reached  bool             `json:"reached"`
-	Error    string           `json:"error,omitempty"`
-	Fix      string           `json:"fix,omitempty"`
-	Created  []string         `json:"created_topics"`
-	Limits   []CheckRow       `json:"limits"`
-	Problems []limits.Problem `json:"problems"`
+	Reached bool `json:"reached"`
+	// ClusterID is the cluster's id, part of every payload's key.
+	ClusterID string           `json:"cluster_id,omitempty"`
+	Error     string           `json:"error,omitempty"`
+	Fix       string           `json:"fix,omitempty"`
+	Created   []string         `json:"created_topics"`
+	Limits    []CheckRow       `json:"limits"`
+	Problems  []limits.Problem `json:"problems"`
 }
 
 // CheckRow is a line of the limit table.
@@ -92,6 +95,9 @@ func Check(ctx context.Context, p *config.Pipeline, o CheckOptions) *CheckReport
 	progress("checking Kafka at %s (up to %s)", p.Kafka.BootstrapServers, kafkaTimeout)
 	kctx, cancel := context.WithTimeout(ctx, kafkaTimeout)
 	figures, err := Survey(kctx, p, logger)
+	if err == nil {
+		rep.Kafka.ClusterID, err = kafka.ClusterID(kctx, KafkaClient(p), logger)
+	}
 	if err == nil && o.CreateMissing {
 		figures, rep.Kafka.Created, err = CreateMissing(kctx, p, figures, logger)
 	}
@@ -123,7 +129,7 @@ func Check(ctx context.Context, p *config.Pipeline, o CheckOptions) *CheckReport
 	for name, spec := range p.Stores {
 		progress("checking store %s (%s, up to %s)", name, spec.Type, p.Errors.StoreBudget)
 	}
-	rows, problems := CheckStores(ctx, p)
+	rows, problems := CheckStores(ctx, p, rep.Kafka.ClusterID)
 	rep.Stores = StoreChecks{Checks: rows, Problems: problems}
 	if rep.Stores.Checks == nil {
 		rep.Stores.Checks = []StoreCheck{}

@@ -55,7 +55,11 @@ func Collect(ctx context.Context, p *config.Pipeline, o CollectOptions) (*gc.Rep
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	plan := gc.Plan{Writer: p.Writer(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
+	cluster, err := kafka.ClusterID(ctx, KafkaClient(p), orNop(o.Log))
+	if err != nil {
+		return nil, fmt.Errorf("nothing was deleted: %w", err)
+	}
+	plan := gc.Plan{Writer: p.Writer(), Cluster: cluster, Places: p.StorePlaces(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		RetryTopics: retries, DeadLetterTopic: p.Errors.DeadLetterTopic, Prefixes: prefixes,
 		Grace: o.Grace, Floor: p.GCFloor(), DryRun: o.DryRun, Now: time.Now, Progress: progress}
 	return gc.Collect(ctx, plan, kafka.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)

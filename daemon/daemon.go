@@ -122,6 +122,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		return nil, err
 	}
 	logger.Info("topics checked",
+		zap.String("kafka_cluster_id", topology.ClusterID),
 		zap.Any("source_partitions", topology.SourcePartitions),
 		zap.Int("slim_partitions", topology.SlimPartitions),
 		zap.Int("slim_limit_bytes", topology.SlimLimit().Bytes),
@@ -286,6 +287,7 @@ func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
 	deps := transforms.Deps{
 		Pipeline:       p.Name,
 		Writer:         p.Writer(),
+		Cluster:        topology.ClusterID,
 		SourceTopics:   p.Source.Topics,
 		Stores:         d.stores,
 		SlimTopicLimit: topology.SlimLimit().Bytes,

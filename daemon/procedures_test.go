@@ -77,8 +77,12 @@ func TestTheOperatorsProceduresReadTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	orphan := p.Name + "/raw/0/1000" // what an aborted transaction leaves: the pipeline's key, no pointer
-	if err := store.Put(ctx, orphan, []byte("orphan"), stores.Metadata{stores.MetaWriter: p.Writer()}); err != nil {
+	cluster, err := kafka.ClusterID(ctx, KafkaClient(p), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := p.Name + "/" + cluster + "/raw/0/1000" // what an aborted transaction leaves: the pipeline's key, no pointer
+	if err := store.Put(ctx, orphan, []byte("orphan"), stores.Metadata{stores.MetaWriter: p.Writer(), stores.MetaCluster: cluster}); err != nil {
 		t.Fatal(err)
 	}
 	backdate(t, root)

@@ -26,8 +26,10 @@ type StoreCheck struct {
 // the pipeline uses it: a store an offload step writes to gets a probe
 // object written, read back and deleted under the step's key prefix; a
 // store that is only read (rehydrate) gets a read of a key that is not there.
-// Each store has errors.store_budget for all of it.
-func CheckStores(ctx context.Context, p *config.Pipeline) ([]StoreCheck, []limits.Problem) {
+// Each store has errors.store_budget for all of it. cluster is the Kafka
+// cluster's id ("" when it did not answer): objects of another cluster
+// under a prefix are warned about.
+func CheckStores(ctx context.Context, p *config.Pipeline, cluster string) ([]StoreCheck, []limits.Problem) {
 	prefixes := map[string][]string{}
 	for _, kp := range p.KeyPrefixes() {
 		if !kp.Adopted {
@@ -76,7 +78,7 @@ func CheckStores(ctx context.Context, p *config.Pipeline) ([]StoreCheck, []limit
 			default:
 				rows = append(rows, StoreCheck{name, spec.Type, check, "ok"})
 			}
-			rows, problems = checkListing(sctx, p, name, spec.Type, s, prefix, rows, problems)
+			rows, problems = checkListing(sctx, p, cluster, name, spec.Type, s, prefix, rows, problems)
 		}
 		s.Close()
 		cancel()
@@ -90,8 +92,9 @@ const otherWritersSampled = 20
 
 // checkListing probes that the store's listing keeps to its prefix (gc
 // lists to find what to delete), and warns when the first objects under
-// the prefix name another pipeline as their writer.
-func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s stores.Store, prefix string, rows []StoreCheck, problems []limits.Problem) ([]StoreCheck, []limits.Problem) {
+// the prefix name another pipeline as their writer, or another Kafka
+// cluster.
+func checkListing(ctx context.Context, p *config.Pipeline, cluster, name, typ string, s stores.Store, prefix string, rows []StoreCheck, problems []limits.Problem) ([]StoreCheck, []limits.Problem) {
 	check := "list keeps to " + prefix + "/"
 	if err := stores.ProbeList(ctx, s, prefix); err != nil {
 		rows = append(rows, StoreCheck{name, typ, check, "FAILS"})
@@ -114,12 +117,21 @@ func checkListing(ctx context.Context, p *config.Pipeline, name, typ string, s s
 	if err != nil && !errors.Is(err, errEnough) {
 		return rows, problems // the probe above listed; a failure here is the store's mood, not a finding
 	}
+	writerSaid, clusterSaid := false, false
 	for _, key := range sampled {
 		info, err := s.Stat(ctx, key)
-		if w := info.Metadata[stores.MetaWriter]; err == nil && w != "" && w != p.Writer() {
+		if err != nil {
+			continue
+		}
+		if w := info.Metadata[stores.MetaWriter]; w != "" && w != p.Writer() && !writerSaid {
+			writerSaid = true
 			rows = append(rows, StoreCheck{name, typ, "writers under " + prefix + "/",
 				fmt.Sprintf("WARN: %s was written by %s, not this pipeline (%s): two pipelines share the prefix; gc of each keeps the other's objects, but give this one a prefix of its own (prefix: on the offload step)", key, w, p.Writer())})
-			break
+		}
+		if c := info.Metadata[stores.MetaCluster]; c != "" && cluster != "" && c != cluster && !clusterSaid {
+			clusterSaid = true
+			rows = append(rows, StoreCheck{name, typ, "Kafka clusters under " + prefix + "/",
+				fmt.Sprintf("WARN: %s was written for Kafka cluster %s, not this pipeline's (%s): two clusters share the prefix; each writes under its own cluster id and gc of each keeps the other's objects, but give each its own prefix (or store) to keep them apart on sight", key, c, cluster)})
 		}
 	}
 	return rows, problems

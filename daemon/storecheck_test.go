@@ -38,7 +38,7 @@ func TestCheckStoresProbesAStoreAsRunUsesIt(t *testing.T) {
 	if err := other.Put(context.Background(), "orders/raw/0/1", []byte("x"), stores.Metadata{stores.MetaWriter: "billing@billing.slim"}); err != nil {
 		t.Fatal(err)
 	}
-	rows, problems := CheckStores(context.Background(), p)
+	rows, problems := CheckStores(context.Background(), p, "")
 	if len(problems) != 0 {
 		t.Fatalf("problems: %+v", problems)
 	}
@@ -70,7 +70,7 @@ func TestCheckStoresSaysWhatFails(t *testing.T) {
     transforms:
       - {type: offload, store: broken}
       - {type: rehydrate, max_size: 1MiB}`, filepath.Join(file, "under"), t.TempDir()))
-	rows, problems := CheckStores(context.Background(), p)
+	rows, problems := CheckStores(context.Background(), p, "")
 	v := verdicts(rows)
 	if v["broken: open"] != "FAILS" || v["archive: read (rehydrate only)"] != "ok" {
 		t.Fatalf("verdicts %v", v)

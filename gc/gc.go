@@ -18,7 +18,13 @@
 //     deletes anything; only a topic that does not exist counts as empty.
 //   - it is this pipeline's: its key lies under a prefix the pipeline
 //     writes (or adopts), and its metadata names the pipeline as its writer
-//     (stores.MetaWriter), or, under an adopted prefix, names no writer.
+//     (stores.MetaWriter) and the pipeline's Kafka cluster
+//     (stores.MetaCluster); under an adopted prefix, an object that names
+//     no writer or no cluster counts as the pipeline's too.
+//
+// References are matched by the physical place of the store a pointer
+// names (Plan.Places) and the key, so that a pointer naming one of two
+// names of one store protects the object listed through the other.
 //   - it is older than the grace: written before the reading began, less a
 //     grace no shorter than the longest an upload can precede its commit
 //     (Floor), by a store clock checked against gc's own (Clock).
@@ -40,6 +46,12 @@ import (
 type Plan struct {
 	// Writer is the pipeline's writer identity (stores.MetaWriter).
 	Writer string
+	// Cluster is the id of the Kafka cluster whose topics gc reads
+	// (stores.MetaCluster): another cluster's objects are kept.
+	Cluster string
+	// Places are the physical places of the pipeline's stores, by name
+	// (stores.Located); a name without one is a place of its own.
+	Places map[string]string
 	// Group is the pipeline's consumer group on the source topics.
 	Group        string
 	SourceTopics []string
@@ -63,12 +75,20 @@ type Plan struct {
 	Progress func(format string, args ...any)
 }
 
+// place is the physical place of the store named name.
+func (p Plan) place(name string) string {
+	if place, ok := p.Places[name]; ok {
+		return place
+	}
+	return "store " + name
+}
+
 // Prefix is a key prefix of a store, without its trailing slash.
 type Prefix struct {
 	Store  string
 	Prefix string
-	// Adopted: objects under it that name no writer count as the pipeline's
-	// (written by older versions, or by the serializers).
+	// Adopted: objects under it that name no writer, or no cluster, count
+	// as the pipeline's (written by older versions, or by the serializers).
 	Adopted bool
 }
 
@@ -123,7 +143,15 @@ func Collect(ctx context.Context, plan Plan, log Log, open map[string]stores.Sto
 	}
 	start = time.Now()
 	defer func() { rep.SweepSeconds = time.Since(start).Seconds() }()
+	swept := map[[2]string]bool{}
 	for _, p := range plan.Prefixes {
+		// Two names of one place with one prefix list the same objects:
+		// once is enough.
+		k := [2]string{plan.place(p.Store), p.Prefix}
+		if swept[k] {
+			continue
+		}
+		swept[k] = true
 		plan.Progress("listing store %q under %s/", p.Store, p.Prefix)
 		sweep, err := sweepPrefix(ctx, plan, open[p.Store], p, refs, rep.Cutoff)
 		rep.Sweeps = append(rep.Sweeps, sweep)

@@ -60,7 +60,8 @@ const (
 	RoleSource     Role = "source"
 )
 
-// references are the objects records reference, by store and key, and
+// references are the objects records reference, by store place
+// (Plan.place) and key, and
 // whether only records past a stable end (uncommitted) reference them.
 type references map[string]map[string]refKind
 
@@ -83,7 +84,7 @@ func (r references) add(store, key string, kind refKind) {
 // readReferences reads every topic of the plan and returns what their
 // records reference, whole-record objects looked inside.
 func readReferences(ctx context.Context, plan Plan, log Log, open map[string]stores.Store, rep *Report) (references, error) {
-	n := &noter{refs: references{}, rep: rep}
+	n := &noter{refs: references{}, rep: rep, place: plan.place}
 	type topic struct {
 		name string
 		role Role

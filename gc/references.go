@@ -21,7 +21,9 @@ const maxWholeRecord = 1 << 30
 
 // noter notes what the records it is given reference.
 type noter struct {
-	refs    references
+	refs references
+	// place is the place of the store a pointer names (Plan.place).
+	place   func(store string) string
 	rep     *Report
 	records int
 	// wholes are the pointers to whole-record objects, to look inside.
@@ -48,7 +50,7 @@ func (n *noter) note(kind refKind, counts map[int32]*int) func(*pipeline.Record)
 		if c := counts[r.Partition]; c != nil {
 			*c++
 		}
-		n.refs.add(p.Store, p.Key, kind)
+		n.refs.add(n.place(p.Store), p.Key, kind)
 		if _, whole := r.Header(pointer.HeaderRecord); whole {
 			n.wholes = append(n.wholes, wholeRecord{p: p, kind: kind, at: at})
 		}
@@ -107,7 +109,7 @@ func (n *noter) lookInside(ctx context.Context, open map[string]stores.Store) er
 			return fmt.Errorf("the whole record that %s keeps: %w", w.at, err)
 		}
 		if ok {
-			n.refs.add(p.Store, p.Key, w.kind)
+			n.refs.add(n.place(p.Store), p.Key, w.kind)
 			n.rep.Inside++
 		}
 	}

@@ -44,6 +44,13 @@ type Sweep struct {
 	OtherWriter Count `json:"other_writer"`
 	// NoWriter: its metadata names no writer, under a prefix not adopted.
 	NoWriter Count `json:"no_writer"`
+	// OtherCluster: its metadata names another Kafka cluster, whose topics
+	// gc did not read.
+	OtherCluster Count `json:"other_cluster"`
+	// NoCluster: its metadata names this pipeline as its writer but no
+	// cluster (written before objects named their cluster), under a
+	// prefix not adopted.
+	NoCluster Count `json:"no_cluster"`
 	// Outside: the listing returned a key outside the prefix asked for.
 	Outside Count `json:"outside_prefix"`
 }
@@ -53,7 +60,7 @@ func (s *Sweep) Listed() int64 { return s.Deleted.Objects + s.Kept() }
 
 // Kept is every object the sweep kept.
 func (s *Sweep) Kept() int64 {
-	return s.Referenced.Objects + s.Uncommitted.Objects + s.Young.Objects + s.OtherWriter.Objects + s.NoWriter.Objects + s.Outside.Objects
+	return s.Referenced.Objects + s.Uncommitted.Objects + s.Young.Objects + s.OtherWriter.Objects + s.NoWriter.Objects + s.OtherCluster.Objects + s.NoCluster.Objects + s.Outside.Objects
 }
 
 // sweepPrefix lists one prefix and deletes what no record references, that
@@ -65,7 +72,7 @@ func sweepPrefix(ctx context.Context, plan Plan, s stores.Store, p Prefix, refs 
 	listed := 0
 	err := s.List(ctx, under, func(o stores.Object) error {
 		listed++
-		switch kind := refs[p.Store][o.Key]; {
+		switch kind := refs[plan.place(p.Store)][o.Key]; {
 		case !strings.HasPrefix(o.Key, under):
 			sw.Outside.add(o.Key, o.Size)
 			return nil
@@ -96,6 +103,15 @@ func sweepPrefix(ctx context.Context, plan Plan, s stores.Store, p Prefix, refs 
 			return nil
 		default:
 			sw.OtherWriter.add(o.Key+" (writer "+writer+")", o.Size)
+			return nil
+		}
+		switch cluster := info.Metadata[stores.MetaCluster]; {
+		case cluster == plan.Cluster, cluster == "" && p.Adopted:
+		case cluster == "":
+			sw.NoCluster.add(o.Key, o.Size)
+			return nil
+		default:
+			sw.OtherCluster.add(o.Key+" (cluster "+cluster+")", o.Size)
 			return nil
 		}
 		if !plan.DryRun {

@@ -13,6 +13,7 @@ package stores
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -26,15 +27,16 @@ import (
 // Put overwrites an object written for the same owner: offloader derives keys
 // deterministically from the source record, so re-running an aborted
 // transaction writes the same object again rather than leaving an orphan
-// behind. It never overwrites an object whose metadata names another owner.
+// behind. It never overwrites an object whose metadata names another owner,
+// or the same owner with another writer, cluster or content (Conflict).
 //
 // Get is bounded by the caller's limit before anything is read: a key comes
 // from a pointer, which anyone who may write to a topic can forge, and must not
 // make the reader hold more than the pointer claims.
 type Store interface {
-	// Put stores value under key. An object already there is replaced when it
-	// names no owner (MetaOwner) or the same owner as meta; one that names
-	// another owner is kept and Put fails with ErrOwnedByOther.
+	// Put stores value under key. An object already there is replaced when
+	// Conflict allows it; otherwise it is kept and Put fails with a
+	// permanent error wrapping ErrOwnedByOther.
 	Put(ctx context.Context, key string, value []byte, meta Metadata) error
 	// Get returns the whole object if it holds at most limit bytes. A missing
 	// object is ErrNotFound; a larger one is ErrOverLimit, found before its
@@ -60,6 +62,11 @@ type Metadata map[string]string
 // (config.Pipeline.Writer): offloader gc deletes only objects its pipeline
 // wrote, or that name no writer under a prefix it adopted.
 const MetaWriter = "writer"
+
+// MetaCluster is the metadata key naming the Kafka cluster (its cluster id)
+// whose record an object holds: offloader gc deletes only its own cluster's
+// objects, and Put replaces no other cluster's.
+const MetaCluster = "cluster"
 
 // MetaOwner is the metadata key naming whose object it is, such as the source
 // coordinates "orders.raw/3/1207". An object with an owner is only ever
@@ -93,11 +100,39 @@ func Owner(topic string, partition int32, offset int64) string {
 	return topic + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(offset, 10)
 }
 
-// MayReplace reports whether an object whose metadata is existing may be
-// replaced by a Put with meta: it names no owner, or the same one.
-func MayReplace(existing, meta Metadata) bool {
+// Conflict says why an object whose metadata is existing may not be replaced
+// by a Put with meta, or returns nil when it may: the object names no owner
+// (MetaOwner), or the same owner, and then also the same writer (MetaWriter),
+// the same Kafka cluster (MetaCluster) and the same content (MetaSHA256),
+// wherever it names them. So a redo of the same record (a batch reprocessed
+// after a crash) replaces its own object, and nothing replaces another
+// record's, another pipeline's, another cluster's, or a different value
+// stored for the same source position (a topic deleted and created again).
+// The error wraps ErrOwnedByOther.
+func Conflict(existing, meta Metadata) error {
 	owner := existing[MetaOwner]
-	return owner == "" || owner == meta[MetaOwner]
+	if owner == "" {
+		return nil
+	}
+	differs := func(key string) bool { return existing[key] != "" && existing[key] != meta[key] }
+	switch {
+	case owner != meta[MetaOwner]:
+		return fmt.Errorf("%w (%s, not %s)", ErrOwnedByOther, owner, meta[MetaOwner])
+	case differs(MetaCluster):
+		return fmt.Errorf("%w: written for %s by Kafka cluster %s, not this pipeline's cluster %s (two clusters share the store under one prefix)", ErrOwnedByOther, owner, existing[MetaCluster], orNone(meta[MetaCluster]))
+	case differs(MetaWriter):
+		return fmt.Errorf("%w: written for %s by %s, not %s (two pipelines share the prefix)", ErrOwnedByOther, owner, existing[MetaWriter], orNone(meta[MetaWriter]))
+	case differs(MetaSHA256):
+		return fmt.Errorf("%w: written for %s with other content (sha256 %s, not %s): the source record at that position changed (was the topic deleted and created again?)", ErrOwnedByOther, owner, existing[MetaSHA256], orNone(meta[MetaSHA256]))
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // Object is a stored object as List reports it.

@@ -21,10 +21,12 @@ type KeyMode string
 
 // Object key modes of the offload step.
 const (
-	// KeyBySourceOffset names an object <prefix>/<topic>/<partition>/<offset>:
+	// KeyBySourceOffset names an object
+	// <prefix>/<cluster id>/<topic>/<partition>/<offset>:
 	// re-running an aborted transaction overwrites the same object.
 	KeyBySourceOffset KeyMode = "source_offset"
-	// KeyByContentHash names an object <prefix>/sha256/<hex of the value>:
+	// KeyByContentHash names an object
+	// <prefix>/<cluster id>/sha256/<hex of the value>:
 	// equal values share one object.
 	KeyByContentHash KeyMode = "content_hash"
 )
@@ -128,12 +130,15 @@ type Offload struct {
 	// through must name.
 	known     map[string]bool
 	threshold int
-	prefix    string
 	pipeline  string
 	writer    string
-	retry     stores.RetryPolicy
-	keyMode   KeyMode
-	codec     string
+	// under is where the step's keys start: the prefix, then the cluster
+	// id when known.
+	under   string
+	cluster string
+	retry   stores.RetryPolicy
+	keyMode KeyMode
+	codec   string
 	// limit is the largest record the slim topic takes (0: unknown).
 	limit int
 }
@@ -152,6 +157,13 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 	if prefix == "" {
 		prefix = deps.Pipeline
 	}
+	under := prefix
+	if deps.Cluster != "" {
+		if err := stores.ValidateKey(deps.Cluster); err != nil || strings.Contains(deps.Cluster, "/") {
+			return nil, fmt.Errorf("offload: the Kafka cluster id %q cannot be a key segment", deps.Cluster)
+		}
+		under += "/" + deps.Cluster
+	}
 	known := map[string]bool{}
 	for name := range deps.Stores {
 		known[name] = true
@@ -161,9 +173,10 @@ func NewOffload(cfg OffloadConfig, deps Deps) (*Offload, error) {
 		storeName: cfg.Store,
 		payloads:  store,
 		threshold: threshold,
-		prefix:    prefix,
 		pipeline:  deps.Pipeline,
 		writer:    deps.Writer,
+		under:     under,
+		cluster:   deps.Cluster,
 		retry:     deps.StoreRetry,
 		keyMode:   cfg.KeyMode,
 		codec:     cfg.Compression,
@@ -195,13 +208,14 @@ func sizeThreshold(step string, setting settings.SizeOrAuto, deps Deps) (int, er
 // Threshold is the estimated record size above which values are offloaded.
 func (o *Offload) Threshold() int { return o.threshold }
 
-// objectKey is where the value of r is stored: by source position, or by the
-// value's SHA-256 (hex) for key_mode content_hash.
+// objectKey is where the value of r is stored, under the prefix and the
+// cluster id: by source position, or by the value's SHA-256 (hex) for
+// key_mode content_hash.
 func (o *Offload) objectKey(r *pipeline.Record, digest string) string {
 	if o.keyMode == KeyByContentHash {
-		return o.prefix + "/sha256/" + digest
+		return o.under + "/sha256/" + digest
 	}
-	return o.prefix + "/" + stores.Owner(r.Topic, r.Partition, r.Offset)
+	return o.under + "/" + stores.Owner(r.Topic, r.Partition, r.Offset)
 }
 
 // withPointerHeaders returns headers followed by the two that mark a pointer
@@ -327,6 +341,9 @@ func (o *Offload) put(ctx context.Context, r *pipeline.Record, key string, data 
 	if o.writer != "" {
 		meta[stores.MetaWriter] = o.writer
 	}
+	if o.cluster != "" {
+		meta[stores.MetaCluster] = o.cluster
+	}
 	err := o.retry.Do(ctx, func(ctx context.Context) error {
 		return o.payloads.Put(ctx, key, stored, meta)
 	})
@@ -344,7 +361,7 @@ func (o *Offload) ValueOffloadFits(r *pipeline.Record, limit int) bool {
 }
 
 // StoreRecord keeps the whole of r (key, value, headers, coordinates) as one
-// object, <prefix>/<topic>/<partition>/<offset>.record, owned by r's
+// object, <prefix>/<cluster id>/<topic>/<partition>/<offset>.record, owned by r's
 // coordinates, and returns a record with r's coordinates and timestamp whose
 // value points to it (headers large-message, offloader-pointer and
 // offloader-record) and which has no key: what the dead-letter topic gets for
@@ -355,7 +372,7 @@ func (o *Offload) StoreRecord(ctx context.Context, r *pipeline.Record) (*pipelin
 		whole.Headers = append(whole.Headers, pointer.RecordHeader{Key: []byte(h.Key), Value: h.Value})
 	}
 	data := whole.Encode()
-	key := o.prefix + "/" + stores.Owner(r.Topic, r.Partition, r.Offset) + ".record"
+	key := o.under + "/" + stores.Owner(r.Topic, r.Partition, r.Offset) + ".record"
 	p, err := o.put(ctx, r, key, data, pointer.Digest(sha256.Sum256(data)), true)
 	if err != nil {
 		return nil, err

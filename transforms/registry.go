@@ -26,6 +26,11 @@ type Deps struct {
 	// Writer, when set, is written into each object's metadata as its
 	// writer (stores.MetaWriter), which offloader gc deletes by.
 	Writer string
+	// Cluster, when set, is the id of the Kafka cluster the records come
+	// from: the first segment of each object's key under the step's prefix,
+	// and its cluster metadata (stores.MetaCluster), so that two clusters
+	// sharing a store never write one key.
+	Cluster string
 	// SourceTopics are the topics the pipeline consumes.
 	SourceTopics []string
 	// Stores are the pipeline's open payload stores by configured name.

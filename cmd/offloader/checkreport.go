@@ -22,6 +22,7 @@ func printCheck(out, errOut io.Writer, r *daemon.CheckReport) {
 			fmt.Fprintf(errOut, "  fix: %s\n", k.Fix)
 		}
 	} else {
+		fmt.Fprintf(out, "Kafka cluster id %s: this pipeline's payloads are stored under <prefix>/%s/\n\n", k.ClusterID, k.ClusterID)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tROLE\tGATE\tLIMIT\tLARGEST RECORD\tVERDICT")
 		for _, row := range k.Limits {

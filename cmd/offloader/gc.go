@@ -146,24 +146,27 @@ func printGC(w io.Writer, p *config.Pipeline, rep *gc.Report) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "STORE\tPREFIX\t%s\tREFERENCED\tUNCOMMITTED\tYOUNG\tOTHER WRITER\tNO WRITER\tOUTSIDE PREFIX\n", verb)
+	fmt.Fprintf(tw, "STORE\tPREFIX\t%s\tREFERENCED\tUNCOMMITTED\tYOUNG\tOTHER WRITER\tNO WRITER\tOTHER CLUSTER\tNO CLUSTER\tOUTSIDE PREFIX\n", verb)
 	for _, s := range rep.Sweeps {
 		prefix := s.Prefix + "/"
 		if s.Adopted {
 			prefix += " (adopted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Store, prefix, countOf(s.Deleted), countOf(s.Referenced), countOf(s.Uncommitted),
-			countOf(s.Young), countOf(s.OtherWriter), countOf(s.NoWriter), countOf(s.Outside))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Store, prefix, countOf(s.Deleted), countOf(s.Referenced), countOf(s.Uncommitted),
+			countOf(s.Young), countOf(s.OtherWriter), countOf(s.NoWriter), countOf(s.OtherCluster), countOf(s.NoCluster), countOf(s.Outside))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nkept: referenced by a committed record; UNCOMMITTED referenced only past a last stable offset; YOUNG written after %s (grace %s);\n"+
-		"OTHER WRITER another pipeline's (writer metadata); NO WRITER names none, under a prefix not adopted (gc_adopt); OUTSIDE PREFIX the store listed a key outside the prefix asked for\n",
+		"OTHER WRITER another pipeline's (writer metadata); NO WRITER names none, under a prefix not adopted (gc_adopt);\n"+
+		"OTHER CLUSTER written for another Kafka cluster (cluster metadata), whose topics gc did not read; NO CLUSTER this pipeline's but written before objects named their cluster, under a prefix not adopted;\n"+
+		"OUTSIDE PREFIX the store listed a key outside the prefix asked for\n",
 		rep.Cutoff.Format(time.RFC3339), rep.Grace)
 	for _, s := range rep.Sweeps {
 		for _, c := range []struct {
 			what string
 			c    gc.Count
 		}{{strings.ToLower(verb), s.Deleted}, {"kept, another writer's", s.OtherWriter}, {"kept, no writer", s.NoWriter},
+			{"kept, another Kafka cluster's", s.OtherCluster}, {"kept, no cluster (adopt the prefix, gc_adopt, once only this cluster writes there)", s.NoCluster},
 			{"kept, outside the prefix (this store's listing ignores its prefix: check its server)", s.Outside}} {
 			if c.c.Objects > 0 {
 				fmt.Fprintf(w, "%s under %s/ %s, for example: %s\n", s.Store, s.Prefix, c.what, strings.Join(c.c.Examples, ", "))

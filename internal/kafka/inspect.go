@@ -23,6 +23,8 @@ const (
 
 // Topology is what the broker says about a pipeline's topics at start-up.
 type Topology struct {
+	// ClusterID is the cluster's id (ClusterID).
+	ClusterID        string
 	SourcePartitions map[string]int
 	SlimPartitions   int
 	// Figures are all the size-related settings read, for the limit check.
@@ -63,6 +65,9 @@ func Inspect(ctx context.Context, p Pipeline, log *zap.Logger) (*Topology, error
 		return nil, fmt.Errorf("%s: %s", prob.What, prob.Fix)
 	}
 	t := &Topology{SourcePartitions: map[string]int{}, Figures: f}
+	if t.ClusterID, err = ClusterID(ctx, p.Client, log); err != nil {
+		return nil, err
+	}
 	for _, s := range f.Sources {
 		if !s.Exists {
 			return nil, fmt.Errorf("source topic %q does not exist", s.Name)
@@ -234,4 +239,26 @@ func timeLeft(ctx context.Context, def time.Duration) time.Duration {
 		return time.Until(d)
 	}
 	return def
+}
+
+// ClusterID is the id of the Kafka cluster c connects to, as its metadata
+// gives it: part of an offloaded payload's identity (its key and its
+// cluster metadata), so that two clusters sharing a store never write or
+// collect each other's objects.
+func ClusterID(ctx context.Context, c Client, log *zap.Logger) (string, error) {
+	admin, err := adminClient(c, log)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeLeft(ctx, 30*time.Second))
+	defer cancel()
+	id, err := admin.AdminClient.ClusterID(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the Kafka cluster's id from %s: %w", c.Bootstrap, err)
+	}
+	if id == "" {
+		return "", fmt.Errorf("the Kafka cluster at %s gives no cluster id (a broker older than Kafka 0.10.1?): offloaded payloads are stored under it", c.Bootstrap)
+	}
+	return id, nil
 }

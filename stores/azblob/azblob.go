@@ -94,6 +94,17 @@ var containerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$`)
 // RequestTimeout implements stores.Timed.
 func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
 
+// Place implements stores.Located: the blob service's URL (from
+// account_url, or the connection string's BlobEndpoint or AccountName and
+// EndpointSuffix) and the container, in lower case as Azure names them.
+func (c *Config) Place() string {
+	endpoint := c.AccountURL
+	if c.ConnectionString != "" {
+		endpoint = connectionEndpoint(c.ConnectionString)
+	}
+	return "azblob:" + stores.URLPlace(endpoint) + "/" + strings.ToLower(c.Container)
+}
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	c.validateAuth(path, problems)
@@ -296,8 +307,8 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 			return s.fail("put", key, err)
 		}
 		existing := fromMetadata(props.Metadata)
-		if !stores.MayReplace(existing, meta) {
-			return s.invalid("put", key, fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner]))
+		if err := stores.Conflict(existing, meta); err != nil {
+			return s.invalid("put", key, err)
 		}
 		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: props.ETag}}
 	}

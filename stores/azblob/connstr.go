@@ -64,3 +64,26 @@ func checkConnectionString(path, cs string, problems *settings.Problems) {
 		problems.Add(path, "needs AccountKey or SharedAccessSignature to authenticate")
 	}
 }
+
+// connectionEndpoint is the blob service's URL a connection string names:
+// its BlobEndpoint, or https://ACCOUNT.blob.SUFFIX (EndpointSuffix,
+// core.windows.net by default).
+func connectionEndpoint(cs string) string {
+	parts := map[string]string{}
+	for _, part := range strings.Split(strings.TrimRight(cs, ";"), ";") {
+		if key, value, ok := strings.Cut(part, "="); ok {
+			parts[strings.TrimSpace(key)] = strings.TrimSpace(value)
+		}
+	}
+	if endpoint := parts["BlobEndpoint"]; endpoint != "" {
+		return endpoint
+	}
+	scheme, suffix := parts["DefaultEndpointsProtocol"], parts["EndpointSuffix"]
+	if scheme == "" {
+		scheme = "https"
+	}
+	if suffix == "" {
+		suffix = "core.windows.net"
+	}
+	return scheme + "://" + parts["AccountName"] + ".blob." + suffix
+}

@@ -44,6 +44,19 @@ type Config struct {
 	FileMode int `key:"file_mode"`
 }
 
+// Place implements stores.Located: the root as an absolute path, with
+// symbolic links resolved where it exists.
+func (c *Config) Place() string {
+	root, err := filepath.Abs(c.Root)
+	if err != nil {
+		root = filepath.Clean(c.Root)
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	return "filesystem:" + root
+}
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	if c.DirMode < 0 || c.DirMode > 0o777 {
@@ -148,8 +161,8 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.fail("put", key, err)
 	}
-	if !stores.MayReplace(existing, meta) {
-		return s.fail("put", key, fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner]))
+	if err := stores.Conflict(existing, meta); err != nil {
+		return s.fail("put", key, err)
 	}
 	if len(meta) > 0 {
 		b, err := json.Marshal(meta)

@@ -76,6 +76,9 @@ func DefaultConfig() Config {
 // RequestTimeout implements stores.Timed.
 func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
 
+// Place implements stores.Located: the base URL.
+func (c *Config) Place() string { return "http:" + stores.URLPlace(c.URL) }
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	if c.URL != "" {
@@ -305,9 +308,9 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 			return s.fail("put", key, head, nil)
 		}
 		existing := headerMetadata(head.Header)
-		if !stores.MayReplace(existing, meta) {
+		if err := stores.Conflict(existing, meta); err != nil {
 			return &stores.Error{Store: s.name, Op: "put", Key: key, Kind: stores.Permanent,
-				Err: fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner])}
+				Err: err}
 		}
 		if head.Header.Get(headerSHA256) == h.Get(headerSHA256) && head.ContentLength == int64(len(value)) {
 			// Our own earlier try, which the server finished after the

@@ -79,6 +79,16 @@ func DefaultConfig() Config {
 // RequestTimeout implements stores.Timed.
 func (c *Config) RequestTimeout() time.Duration { return c.TryTimeout }
 
+// Place implements stores.Located: the endpoint (AWS's own when none is
+// set: bucket names are global there) and the bucket.
+func (c *Config) Place() string {
+	endpoint := "aws"
+	if c.Endpoint != "" {
+		endpoint = stores.URLPlace(c.Endpoint)
+	}
+	return "s3:" + endpoint + "/" + c.Bucket
+}
+
 // Validate implements settings.Validator.
 func (c *Config) Validate(path string, problems *settings.Problems) {
 	if c.Bucket != "" && (len(c.Bucket) < 3 || len(c.Bucket) > 63 || strings.Trim(c.Bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "") {
@@ -264,8 +274,8 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, meta stores.M
 		for k, v := range head.Metadata {
 			existing[strings.ToLower(k)] = v
 		}
-		if !stores.MayReplace(existing, meta) {
-			return s.invalid("put", key, fmt.Errorf("%w (%s, not %s)", stores.ErrOwnedByOther, existing[stores.MetaOwner], meta[stores.MetaOwner]))
+		if err := stores.Conflict(existing, meta); err != nil {
+			return s.invalid("put", key, err)
 		}
 		ifNoneMatch, ifMatch = nil, head.ETag
 	}
