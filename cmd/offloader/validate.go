@@ -22,7 +22,7 @@ func validateCommand() *command {
 	return &command{
 		name:    "validate",
 		summary: "check a pipeline file and list every problem in it",
-		usage:   "-F FILE [--pipeline NAME] [--print | --output json]",
+		usage:   "-F FILE [--with FILE]... [--pipeline NAME] [--print | --output json]",
 		help: `
 Loads the pipeline file the way 'run' does (environment interpolation, OFFLOADER_
 overrides, strict keys, defaults, cross-field rules) without connecting to Kafka
@@ -38,25 +38,36 @@ exits 2:
 Every command that reads a pipeline file (run, check, cat) makes the same checks
 first.
 
+Store names that resolve to one physical store (the same account and
+container, bucket, URL or directory), in the file and across the files given
+with --with (the other pipeline files deployed on the same stores), are named
+in a note with what offloader gc does about them.
+
 --print shows the effective configuration of the chosen pipeline with defaults
 filled in and secrets redacted. --output json prints the verdict as a document
 (docs/schemas/validate.json): valid, the pipelines, every problem with its
-path, and the warnings.`,
+path, the warnings and the notes.`,
 		example: `offloader validate -F pipeline.yaml
 offloader validate -F pipeline.yaml --pipeline orders --print
+offloader validate -F orders.yaml --with payments.yaml --with audit.yaml
 offloader validate -F pipeline.yaml --output json | jq -r '.problems[] | "\(.path): \(.message)"'`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
 			print := fs.Bool("print", false, "print the effective pipeline configuration, secrets redacted")
+			with := fs.StringArray("with", nil, "another pipeline `FILE` deployed on the same stores, repeatable: its stores count in the notes")
 			outputFlag(fs)
 			return func() int {
 				if c.asJSON {
 					if *print {
 						return c.usageError(fs, "--print prints YAML: it does not go with --output json")
 					}
-					return c.validateJSON(fs, src)
+					return c.validateJSON(fs, src, *with)
 				}
 				f, code, ok := c.loadFile(fs.Name(), src)
+				if !ok {
+					return code
+				}
+				files, code, ok := c.loadWith(f, *src.file, *with)
 				if !ok {
 					return code
 				}
@@ -82,6 +93,9 @@ offloader validate -F pipeline.yaml --output json | jq -r '.problems[] | "\(.pat
 						fmt.Fprintf(c.stderr, "warning: %s\n", w)
 					}
 				}
+				for _, shared := range config.SharedPlaces(files) {
+					fmt.Fprintf(c.stdout, "note: %s\n", shared.Note())
+				}
 				return exitOK
 			}
 		},
@@ -96,16 +110,45 @@ type validation struct {
 	Pipelines []string           `json:"pipelines"`
 	Problems  []settings.Problem `json:"problems"`
 	Warnings  []string           `json:"warnings"`
+	// Notes name the store names that resolve to one physical store.
+	Notes []string `json:"notes"`
+}
+
+// loadWith loads the files of --with beside f (loaded from path), each
+// validated as -F would be, and returns all of them by path.
+func (c *cli) loadWith(f *config.File, path string, with []string) (map[string]*config.File, int, bool) {
+	files := map[string]*config.File{path: f}
+	for _, other := range with {
+		name := ""
+		of, code, ok := c.loadFile("validate", pipelineSource{file: &other, name: &name})
+		if !ok {
+			return nil, code, false
+		}
+		files[other] = of
+	}
+	return files, exitOK, true
 }
 
 // validateJSON prints validate's verdict as JSON; the exit code is
 // validate's.
-func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource) int {
+func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource, with []string) int {
 	f, err := c.load(src)
 	if errors.Is(err, errNoFile) {
 		return c.usageError(fs, "%v", err)
 	}
-	v := validation{File: *src.file, Pipelines: []string{}, Problems: []settings.Problem{}, Warnings: []string{}}
+	v := validation{File: *src.file, Pipelines: []string{}, Problems: []settings.Problem{}, Warnings: []string{}, Notes: []string{}}
+	files := map[string]*config.File{*src.file: f}
+	for _, other := range with {
+		if err != nil {
+			break
+		}
+		name := ""
+		var of *config.File
+		if of, err = c.load(pipelineSource{file: &other, name: &name}); err != nil {
+			err = fmt.Errorf("--with %s: %w", other, err)
+		}
+		files[other] = of
+	}
 	if err == nil {
 		_, err = f.Select(*src.name)
 	}
@@ -121,6 +164,9 @@ func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource) int {
 		for _, name := range slices.Sorted(maps.Keys(f.Pipelines)) {
 			v.Pipelines = append(v.Pipelines, name)
 			v.Warnings = append(v.Warnings, f.Pipelines[name].Warnings()...)
+		}
+		for _, shared := range config.SharedPlaces(files) {
+			v.Notes = append(v.Notes, shared.Note())
 		}
 	}
 	c.printJSON(v)
