@@ -261,7 +261,8 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	translate := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg}, args...)...).CombinedOutput()
+		// A short quiet window: TestTranslationRefusesAGroupThatCommitsWithoutJoining tests the window.
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--quiet", "1s"}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, tc := range []struct {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	group := uniqueName(t, "app")
 	consumeGroup(t, group, raw, 1, 50) // the application read 50; the pipeline copied 30
 	translate := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group}, args...)...).CombinedOutput()
+		// A short quiet window: TestTranslationRefusesAGroupThatCommitsWithoutJoining tests the window.
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "1s"}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, args := range [][]string{{"--dry-run", "--execute"}, {"--dry-run=false"}} {
@@ -191,5 +193,77 @@ func TestVerifyDeepChecksDeadLetteredPayloads(t *testing.T) {
 	}
 	if code, out := verify(); code != 1 || !strings.Contains(out, "offset 10: the dead-letter record") {
 		t.Errorf("verify --deep with a corrupted dead-lettered payload: exit %d, want 1 naming offset 10\n%s", code, out)
+	}
+}
+
+// A consumer that assigns its own partitions and commits as the group (as
+// Flink and Spark jobs commit) is no member of it: while it commits every
+// 100 ms, translate-offsets refuses, naming the partition, and changes
+// nothing; once it stops, the translation is exact: the group reads on the
+// slim topic from the first record it had not read, none twice.
+func TestTranslationRefusesAGroupThatCommitsWithoutJoining(t *testing.T) {
+	t.Parallel() // its own topics and groups; runs beside the other parallel tests
+	raw := uniqueName(t, "raw")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	recs := historyRecords(200, 1)
+	produceRecords(t, raw, recs)
+	cfg, slim, _ := migrationPipeline(t, raw, 1)
+	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	group := uniqueName(t, "flink")
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var committed atomic.Int64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() { // one record read and committed every 100 ms, never joining the group
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if committed.Load() == int64(len(recs)) {
+				continue
+			}
+			next := committed.Load() + 1
+			if _, err := c.CommitOffsets([]kafka.TopicPartition{{Topic: &raw, Partition: 0, Offset: kafka.Offset(next)}}); err != nil {
+				t.Errorf("the hand-assigned consumer's commit: %v", err)
+				return
+			}
+			committed.Store(next)
+		}
+	}()
+	for committedTotal(t, bootstrap, group, raw) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	translate := func(args ...string) (int, string) {
+		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "2s"}, args...)...).CombinedOutput()
+		return exitCode(err), string(out)
+	}
+	code, out := translate("--execute")
+	if code != 1 || !strings.Contains(out, "committed offsets within the 2s quiet window, on "+raw+"[0] (") || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("a group committing without members: exit %d, want 1 naming %s[0]\n%s", code, raw, out)
+	}
+	if at := committedByPartition(t, bootstrap, group, slim); len(at) != 0 {
+		t.Errorf("a refused translation committed %v on the slim topic", at)
+	}
+
+	close(stop)
+	<-stopped
+	if code, out := translate("--execute"); code != 0 || !strings.Contains(out, "moved group "+group) {
+		t.Fatalf("once the consumer stopped: exit %d\n%s", code, out)
+	}
+	got := groupReadsToTheEnd(t, group, slim)
+	want := []int64{}
+	for o := committed.Load(); o < int64(len(recs)); o++ {
+		want = append(want, o)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("after the consumer committed %d, the group read the source offsets %v on the slim topic, want %v once each", committed.Load(), got, want)
 	}
 }

@@ -3,6 +3,8 @@ package migration
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +40,18 @@ type TranslateOptions struct {
 	Waiting func([]Ahead)
 	// Poll is how often it looks while it waits (2s when 0).
 	Poll time.Duration
+	// Quiet is how long the group's committed offsets must stand still
+	// before the plan is taken (QuietWindow by default; 0 in tests): a
+	// consumer that commits without joining the group (assigned
+	// partitions, as Flink and Spark jobs commit) has no members to see.
+	// Force goes on when they moved, from the offsets seen last.
+	Quiet time.Duration
+	Force bool
 }
+
+// QuietWindow is translate-offsets' default quiet window: a consumer that
+// commits at least this often is seen moving.
+const QuietWindow = 10 * time.Second
 
 // Plan is where a group is to stand on each slim partition.
 type Plan struct {
@@ -52,6 +65,11 @@ type Plan struct {
 	// Back names the partitions where the group already stands past the
 	// plan: moved there, its consumers would read those records again.
 	Back []string
+	// Sources and Snapshot are the source topics and the group's committed
+	// offsets on them that the plan was made from: Execute refuses when
+	// they, or Current, moved since.
+	Sources  []string
+	Snapshot map[Partition]int64
 }
 
 // ErrNoCommits: the group has committed nothing on the source topics, so
@@ -89,6 +107,9 @@ func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan,
 	if len(committed) == 0 {
 		return nil, ErrNoCommits
 	}
+	if committed, err = quiet(ctx, c, o, committed); err != nil {
+		return nil, err
+	}
 	if err := waitForPipeline(ctx, c, o, committed); err != nil {
 		return nil, err
 	}
@@ -100,7 +121,7 @@ func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan,
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{Group: o.Group, SlimTopic: o.SlimTopic, Apply: map[int32]int64{}}
+	plan := &Plan{Group: o.Group, SlimTopic: o.SlimTopic, Apply: map[int32]int64{}, Sources: o.SourceTopics, Snapshot: committed}
 	if plan.Current, err = c.Committed(ctx, o.Group, o.SlimTopic, slimParts); err != nil {
 		return nil, err
 	}
@@ -113,6 +134,10 @@ func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan,
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The read may take minutes: the group must still stand where it did.
+	if err := plan.unmoved(ctx, c); err != nil {
 		return nil, err
 	}
 	plan.Moves = index.Translate(committed, ends)
@@ -139,7 +164,9 @@ func (p *Plan) Refusal(force bool) error {
 		p.Group, strings.Join(p.Back, ", "))
 }
 
-// Execute commits the plan's offsets for its group (those of Apply).
+// Execute commits the plan's offsets for its group (those of Apply), once
+// it has read the group's committed offsets again and found them where the
+// plan was made from (unmoved).
 func (p *Plan) Execute(ctx context.Context, c Cluster, force bool) error {
 	if err := p.Refusal(force); err != nil {
 		return err
@@ -147,7 +174,96 @@ func (p *Plan) Execute(ctx context.Context, c Cluster, force bool) error {
 	if len(p.Apply) == 0 {
 		return nil
 	}
+	if err := p.unmoved(ctx, c); err != nil {
+		return err
+	}
 	return c.Commit(ctx, p.Group, p.SlimTopic, p.Apply)
+}
+
+// unmoved reads the group's committed offsets on the source topics and the
+// slim topic again, and refuses, naming the partitions, when any moved
+// since the plan's snapshot: something still consumes as the group (a
+// consumer that commits without joining it has no members to see), and a
+// translation from a stale snapshot would have it read records again.
+func (p *Plan) unmoved(ctx context.Context, c Cluster) error {
+	now, err := commitsOn(ctx, c, p.Group, p.Sources)
+	if err != nil {
+		return err
+	}
+	slimParts, err := c.Partitions(ctx, p.SlimTopic)
+	if err != nil {
+		return err
+	}
+	slim, err := c.Committed(ctx, p.Group, p.SlimTopic, slimParts)
+	if err != nil {
+		return err
+	}
+	moved := append(movedBetween(p.Snapshot, now), movedBetween(onTopic(p.SlimTopic, p.Current), onTopic(p.SlimTopic, slim))...)
+	if len(moved) > 0 {
+		return fmt.Errorf("group %s committed offsets since translate-offsets read them, on %s: something still consumes as the group, perhaps without joining it (assigned partitions, as Flink and Spark jobs commit); stop it, then translate (nothing was changed)",
+			p.Group, strings.Join(moved, ", "))
+	}
+	return nil
+}
+
+// quiet watches the group's committed offsets for o.Quiet and returns them
+// as they stand then; it refuses when they moved, unless o.Force.
+func quiet(ctx context.Context, c Cluster, o TranslateOptions, committed map[Partition]int64) (map[Partition]int64, error) {
+	if o.Quiet <= 0 {
+		return committed, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.Quiet):
+	}
+	now, err := commitsOn(ctx, c, o.Group, o.SourceTopics)
+	if err != nil {
+		return nil, err
+	}
+	if moved := movedBetween(committed, now); len(moved) > 0 && !o.Force {
+		return nil, fmt.Errorf("group %s committed offsets within the %s quiet window, on %s: something still consumes as the group, perhaps without joining it (assigned partitions, as Flink and Spark jobs commit); stop it, then translate; --force translates from the offsets seen last (nothing was changed)",
+			o.Group, o.Quiet, strings.Join(moved, ", "))
+	}
+	return now, nil
+}
+
+// movedBetween names the partitions whose committed offset differs between before
+// and after (one missing from either counts), with both offsets.
+func movedBetween(before, after map[Partition]int64) []string {
+	var out []string
+	seen := map[Partition]bool{}
+	for _, m := range []map[Partition]int64{before, after} {
+		for p := range m {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			b, hadB := before[p]
+			a, hadA := after[p]
+			if b != a || hadB != hadA {
+				out = append(out, fmt.Sprintf("%s[%d] (%s, now %s)", p.Topic, p.Partition, offsetOrNone(b, hadB), offsetOrNone(a, hadA)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func offsetOrNone(o int64, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return strconv.FormatInt(o, 10)
+}
+
+// onTopic keys a topic's offsets by partition.
+func onTopic(topic string, offsets map[int32]int64) map[Partition]int64 {
+	out := map[Partition]int64{}
+	for p, o := range offsets {
+		out[Partition{Topic: topic, Partition: p}] = o
+	}
+	return out
 }
 
 // waitForPipeline waits up to o.Wait until the pipeline has passed the

@@ -22,13 +22,22 @@ type memCluster struct {
 	members int
 	// looked counts the calls to Committed of the pipeline's group.
 	looked int
+	// read, when set, is called after each read of the moved group's
+	// commits on a source topic, with how many there were.
+	read  func(n int)
+	reads int
 }
 
 func (c *memCluster) Committed(_ context.Context, group, topic string, _ int) (map[int32]int64, error) {
 	if group == "offloader" {
 		c.looked++
 	}
-	return maps.Clone(c.commits[group][topic]), nil
+	out := maps.Clone(c.commits[group][topic])
+	if group == "billing" && topic == "raw" && c.read != nil {
+		c.reads++
+		c.read(c.reads)
+	}
+	return out, nil
 }
 
 func (c *memCluster) Members(context.Context, string) (int, string, error) {
@@ -174,6 +183,50 @@ func TestPlanTranslationWaitsForThePipeline(t *testing.T) {
 	}
 	if plan.Apply[2] != 105 {
 		t.Fatalf("plan %+v", plan.Apply)
+	}
+}
+
+// A group whose offsets move while translate-offsets looks (a consumer
+// that commits without joining it) is refused, changing nothing: within the
+// quiet window unless forced, and, forced or not, when they moved between
+// the plan and its execution.
+func TestPlanTranslationRefusesAGroupThatStillCommits(t *testing.T) {
+	c := translateFixture()
+	o := translateOptions()
+	o.Quiet = 20 * time.Millisecond
+	c.read = func(n int) {
+		if n == 1 {
+			c.commits["billing"]["raw"][2]++ // the hand-assigned consumer commits after the first look
+		}
+	}
+	_, err := PlanTranslation(context.Background(), c, o)
+	if err == nil || !strings.Contains(err.Error(), "within the 20ms quiet window, on raw[2] (5, now 6)") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("offsets moving in the quiet window: %v", err)
+	}
+	o.Force = true
+	c.commits["billing"]["raw"][2], c.reads = 5, 0
+	plan, err := PlanTranslation(context.Background(), c, o)
+	if err != nil || plan.Apply[2] != 106 {
+		t.Fatalf("forced: plan %+v, %v; want raw[2]@6's slim record, offset 106", plan, err)
+	}
+
+	c.read = nil
+	plan, err = PlanTranslation(context.Background(), c, translateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.commits["billing"]["raw"][2] = 7 // after the plan, before its execution
+	err = plan.Execute(context.Background(), c, true)
+	if err == nil || !strings.Contains(err.Error(), "committed offsets since translate-offsets read them, on raw[2] (6, now 7)") {
+		t.Fatalf("Execute after the group moved: %v", err)
+	}
+	if c.commits["billing"]["slim"] != nil {
+		t.Fatalf("a refused execution committed %v", c.commits["billing"]["slim"])
+	}
+	c.commits["billing"]["raw"][2] = 6
+	c.commits["billing"]["slim"] = map[int32]int64{1: 3} // a commit on the slim topic counts too
+	if err := plan.Execute(context.Background(), c, true); err == nil || !strings.Contains(err.Error(), "slim[1] (none, now 3)") {
+		t.Fatalf("Execute after a commit on the slim topic: %v", err)
 	}
 }
 

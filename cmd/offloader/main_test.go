@@ -101,7 +101,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"validate", "--nope"}, exitUsage, "unknown flag: --nope\nRun 'offloader validate --help' for usage."},
 		{[]string{"validate", "-F", "x.yaml", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"validate", "-F", "/no/such/file.yaml"}, exitUsage, "cannot read /no/such/file.yaml"},
-		{[]string{"validate", "--help"}, exitOK, "Usage:\n  offloader validate -F FILE [--pipeline NAME] [--print | --output json]"},
+		{[]string{"validate", "--help"}, exitOK, "Usage:\n  offloader validate -F FILE [--with FILE]... [--pipeline NAME] [--print | --output json]"},
 		{[]string{"help", "validate"}, exitOK, "--print shows the effective configuration"},
 		{[]string{"help"}, exitOK, "Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error."},
 		{[]string{"version"}, exitOK, "librdkafka 2."},

@@ -20,7 +20,7 @@ func translateCommand() *command {
 	return &command{
 		name:      "migrate translate-offsets",
 		summary:   "move a consumer group of the fat topic to the same records on the slim topic",
-		usage:     "-F FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--force] [--output json]",
+		usage:     "-F FILE [--pipeline NAME] --group G [--dry-run | --execute] [--wait DURATION] [--quiet DURATION] [--force] [--output json]",
 		exclusive: [][]string{{"dry-run", "execute"}},
 		help: `
 Moves consumer group G from the pipeline's source topics to its slim topic:
@@ -49,7 +49,15 @@ It prints the plan first. --dry-run (the default) changes nothing; --execute
 applies it; the two together are refused, as kafka-consumer-groups.sh
 refuses them. G must have no active member: stop its consumers, translate,
 then start them on the slim topic (with a resolver, read_committed). The
-pipeline's own group is refused: it stands on the source topics by design.`,
+pipeline's own group is refused: it stands on the source topics by design.
+
+A consumer that commits without joining the group (one that assigns its own
+partitions, as Flink and Spark jobs commit) is no member: translate-offsets
+watches G's committed offsets for --quiet DURATION (10s) before it plans and
+refuses, naming the partitions, when they moved (--force plans from the
+offsets seen last); it reads them again after reading the slim topic and
+right before --execute commits, and refuses when they moved since, whatever
+--force says. Stop such consumers first (docs/migration.md).`,
 		example: `offloader migrate translate-offsets -F pipeline.yaml --group billing --wait 10m --execute`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			src := c.pipelineFlags(fs)
@@ -57,16 +65,17 @@ pipeline's own group is refused: it stands on the source topics by design.`,
 			dryRun := fs.Bool("dry-run", true, "print the plan and change nothing")
 			execute := fs.Bool("execute", false, "apply the plan")
 			wait := fs.Duration("wait", 0, "wait up to `DURATION` for the pipeline to pass the group on every source partition")
-			force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it")
+			quiet := fs.Duration("quiet", migration.QuietWindow, "how long the group's committed offsets must stand still before the plan is made")
+			force := fs.Bool("force", false, "move a group that already has commits on the slim topic past the plan back to it, and plan from offsets that moved within --quiet")
 			outputFlag(fs)
 			return func() int {
-				return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *force)
+				return c.translateOffsets(fs, src, *group, *dryRun, *execute, *wait, *quiet, *force)
 			}
 		},
 	}
 }
 
-func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group string, dryRun, execute bool, wait time.Duration, force bool) int {
+func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group string, dryRun, execute bool, wait, quiet time.Duration, force bool) int {
 	dryRunSet := fs.Changed("dry-run")
 	switch {
 	case group == "":
@@ -77,6 +86,8 @@ func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group stri
 		return c.usageError(fs, "--dry-run=false does not apply the plan: give --execute (nothing was changed)")
 	case wait < 0:
 		return c.usageError(fs, "--wait must not be negative")
+	case quiet < 0:
+		return c.usageError(fs, "--quiet must not be negative")
 	}
 	p, code, ok := c.loadPipeline("migrate translate-offsets", src)
 	if !ok {
@@ -94,7 +105,7 @@ func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group stri
 		fmt.Fprintf(c.stderr, "offloader migrate translate-offsets: %v\n", err)
 		return exitFailure
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+wait)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+wait+quiet)
 	defer cancel()
 	cluster, closeCluster, err := daemon.Cluster(p, logger)
 	if err != nil {
@@ -103,7 +114,7 @@ func (c *cli) translateOffsets(fs *pflag.FlagSet, src pipelineSource, group stri
 	defer closeCluster()
 	plan, err := migration.PlanTranslation(ctx, cluster, migration.TranslateOptions{
 		Group: group, Pipeline: p.Name, PipelineGroup: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
-		Wait: wait,
+		Wait: wait, Quiet: quiet, Force: force,
 		Waiting: func(ahead []migration.Ahead) {
 			fmt.Fprintf(c.stderr, "waiting for pipeline %s to pass group %s on %s\n", p.Name, group, migration.Describe(ahead))
 		},

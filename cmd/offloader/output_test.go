@@ -138,14 +138,14 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 	}
 
 	var plan translation
-	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--output", "json"); code != exitOK || !plan.DryRun || len(plan.Moves) != 3 || plan.Moved != 0 {
+	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--quiet", "0s", "--output", "json"); code != exitOK || !plan.DryRun || len(plan.Moves) != 3 || plan.Moved != 0 {
 		t.Fatalf("translate-offsets (a dry run): exit %d, %+v", code, plan)
 	}
 	if got := slimOffsets(); len(got) != 0 {
 		t.Fatalf("a dry run moved the group: it stands at %v on the slim topic", got)
 	}
 	plan = translation{}
-	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--execute", "--output", "json"); code != exitOK || plan.DryRun || plan.Moved != 3 {
+	if code := jsonOf(t, nil, "translate-offsets.json", &plan, "migrate", "translate-offsets", "-F", file, "--group", "billing", "--quiet", "0s", "--execute", "--output", "json"); code != exitOK || plan.DryRun || plan.Moved != 3 {
 		t.Fatalf("translate-offsets --execute: exit %d, %+v", code, plan)
 	}
 	got := slimOffsets()
