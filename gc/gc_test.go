@@ -493,3 +493,41 @@ func TestFloorAddsTheBudgetTheTransactionAndTheInterval(t *testing.T) {
 		t.Errorf("Floor = %s", got)
 	}
 }
+
+// gc deletes only its own cluster's objects: another cluster's are kept and
+// counted, and so are those of this writer that name no cluster (earlier
+// versions'), unless the prefix is adopted. A pointer that names another
+// name of the same place keeps its object.
+func TestCollectKeepsAnotherClustersObjectsAndMatchesPlaces(t *testing.T) {
+	w := newWorld()
+	w.plan.Cluster = "c1"
+	w.plan.Places = map[string]string{"blob": "filesystem:/r", "old": "filesystem:/r"}
+	old := 2 * time.Hour
+	cluster := func(key, c string) {
+		w.object(key, writer, old)
+		if c != "" {
+			w.store.objects[key].meta[stores.MetaCluster] = c
+		}
+	}
+	cluster("orders/c1/raw/0/1", "c1") // unreferenced, ours: deleted
+	cluster("orders/c2/raw/0/1", "c2") // another cluster's
+	cluster("orders/raw/0/1", "")      // an earlier version's
+	cluster("orders/c1/raw/0/2", "c1") // referenced through the other name
+	w.log.add("slim", 0, "", pointerRecord(pointer.Pointer{Store: "old", Key: "orders/c1/raw/0/2", Size: 1, SHA256: strings.Repeat("0", 64), Codec: pointer.CodecNone, StoredSize: 1}))
+	rep, err := w.collect(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := rep.Sweeps[0]
+	if sw.Deleted.Objects != 1 || sw.Deleted.Examples[0] != "orders/c1/raw/0/1" || sw.OtherCluster.Objects != 1 || sw.NoCluster.Objects != 1 || sw.Referenced.Objects != 1 {
+		t.Fatalf("sweep %+v; want orders/c1/raw/0/1 deleted, one object of another cluster, one of none, one referenced", sw)
+	}
+
+	w.plan.Prefixes[0].Adopted = true
+	if rep, err = w.collect(t); err != nil {
+		t.Fatal(err)
+	}
+	if sw := rep.Sweeps[0]; sw.Deleted.Objects != 1 || sw.Deleted.Examples[0] != "orders/raw/0/1" || sw.OtherCluster.Objects != 1 {
+		t.Fatalf("adopted: %+v; want the earlier version's object deleted, the other cluster's kept", sw)
+	}
+}

@@ -31,7 +31,7 @@ func BenchmarkGC(b *testing.B) {
 	srv := httpstoretest.New(b, false, 0)
 	srv.SetPageSize(1000)
 	old := time.Now().Add(-time.Hour)
-	meta := map[string]string{stores.MetaWriter: "bench@" + slim}
+	meta := map[string]string{stores.MetaWriter: "bench@" + slim, stores.MetaCluster: clusterID(b, bootstrap)}
 	payload := []byte("payload")
 	digest := pointer.Digest(sha256.Sum256(payload))
 

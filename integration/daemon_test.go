@@ -204,8 +204,14 @@ type sourceRecord struct {
 
 func produceRecords(t testing.TB, topic string, recs []sourceRecord) {
 	t.Helper()
+	produceRecordsOn(t, bootstrap, topic, recs)
+}
+
+// produceRecordsOn produces recs to topic on the cluster at bs.
+func produceRecordsOn(t testing.TB, bs, topic string, recs []sourceRecord) {
+	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "enable.idempotence": true,
+		"bootstrap.servers": bs, "enable.idempotence": true,
 		"message.max.bytes": 16 << 20, "linger.ms": 5,
 	})
 	if err != nil {

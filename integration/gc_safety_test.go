@@ -41,7 +41,7 @@ func newGCWorld(t *testing.T, name, consumer, extraStoreYAML string) *gcWorld {
 	storeYAML := fmt.Sprintf("      payloads: {type: filesystem, root: %q%s}", w.root, extraStoreYAML)
 	w.cfg = gcPipelineFile(t, name, w.raw, w.slim, uniqueName(t, "g"), storeYAML, consumer, "    errors: {dead_letter_topic: "+w.dead+", store_budget: 2s}")
 	w.store = openFS(t, w.root)
-	w.writer = stores.Metadata{stores.MetaWriter: name + "@" + w.slim}
+	w.writer = stores.Metadata{stores.MetaWriter: name + "@" + w.slim, stores.MetaCluster: clusterID(t, bootstrap)}
 	return w
 }
 

@@ -59,7 +59,14 @@ type gcReport struct {
 // runGC runs offloader gc --json with args and returns its exit code and report.
 func runGC(t *testing.T, cfg string, args ...string) (int, gcReport, string) {
 	t.Helper()
+	return runGCWith(t, nil, cfg, args...)
+}
+
+// runGCWith is runGC with env added to the process's environment.
+func runGCWith(t *testing.T, env []string, cfg string, args ...string) (int, gcReport, string) {
+	t.Helper()
 	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--output", "json"}, args...)...)
+	cmd.Env = append(cmd.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -85,6 +92,41 @@ func sweepCounts(rep gcReport) string {
 	}
 	s := rep.Sweeps[0]
 	return fmt.Sprintf("%d %d %d", s.Deleted.Objects, s.Referenced.Objects, s.Young.Objects)
+}
+
+// testStore is a new store of kind (filesystem, azblob or s3) on the
+// suite's emulators: its YAML line under stores: (named payloads), the
+// store opened, and age, which makes what it holds now older than gcGrace
+// (backdated on the filesystem, waited for elsewhere).
+func testStore(t *testing.T, ctx context.Context, kind string) (string, stores.Store, func()) {
+	t.Helper()
+	var storeYAML string
+	var store stores.Store
+	var err error
+	age := pastGrace
+	switch kind {
+	case "filesystem":
+		root := t.TempDir()
+		storeYAML = fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
+		store, err = filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
+		age = func() { backdate(t, root) }
+	case "azblob":
+		cfg := azblob.DefaultConfig()
+		cfg.ConnectionString, cfg.Container, cfg.CreateContainer = azureConnStr, uniqueName(t, "c"), true
+		storeYAML = fmt.Sprintf("      payloads: {type: azblob, connection_string: %q, container: %s, create_container: true, try_timeout: 1500ms}", azureConnStr, cfg.Container)
+		store, err = azblob.Open(ctx, "payloads", cfg)
+	case "s3":
+		cfg := s3Config(t)
+		storeYAML = fmt.Sprintf("      payloads: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1, try_timeout: 1500ms}", cfg.Bucket, s3Endpoint)
+		store, err = s3.Open(ctx, "payloads", cfg)
+	default:
+		t.Fatalf("no test store of kind %q", kind)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return storeYAML, store, age
 }
 
 // backdate sets the write time of every file under root an hour back, so
@@ -174,27 +216,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			var storeYAML string
-			var store stores.Store
-			var err error
-			switch kind {
-			case "filesystem":
-				root := t.TempDir()
-				storeYAML = fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root)
-				store, err = filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
-			case "azblob":
-				cfg := azblob.DefaultConfig()
-				cfg.ConnectionString, cfg.Container, cfg.CreateContainer = azureConnStr, uniqueName(t, "c"), true
-				storeYAML = fmt.Sprintf("      payloads: {type: azblob, connection_string: %q, container: %s, create_container: true, try_timeout: 1500ms}", azureConnStr, cfg.Container)
-				store, err = azblob.Open(ctx, "payloads", cfg)
-			case "s3":
-				cfg := s3Config(t)
-				storeYAML = fmt.Sprintf("      payloads: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1, try_timeout: 1500ms}", cfg.Bucket, s3Endpoint)
-				store, err = s3.Open(ctx, "payloads", cfg)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			storeYAML, store, _ := testStore(t, ctx, kind)
 			raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
 			createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
 			createTopic(t, slim, 1, nil)
@@ -215,11 +237,12 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			big := append([]byte("30"), bytes.Repeat([]byte{'k'}, 2<<20)...)
 			produceRecords(t, raw, append(recs, sourceRecord{key: big, value: bytes.Repeat([]byte{'v'}, 100<<10)}))
 			cfg := gcPipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "", "    errors: {dead_letter_topic: "+dead+", store_budget: 2s}")
-			writer := stores.Metadata{stores.MetaWriter: "gc@" + slim}
+			cluster := clusterID(t, bootstrap)
+			writer := stores.Metadata{stores.MetaWriter: "gc@" + slim, stores.MetaCluster: cluster}
 			if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
 			}
-			prefix := "gc/" + raw + "/"
+			prefix := "gc/" + cluster + "/" + raw + "/"
 			// What an aborted transaction leaves: objects under the pipeline's keys, no pointer.
 			for _, o := range []int{1000, 1001, 1002} {
 				if err := store.Put(ctx, fmt.Sprintf("%s0/%d", prefix, o), []byte("orphan"), writer); err != nil {

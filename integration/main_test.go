@@ -224,3 +224,16 @@ func consumeFrom(t testing.TB, bs, topic, isolation string, want int, timeout ti
 	}
 	return out
 }
+
+// clusterID is the id of the Kafka cluster at bs: the first segment of an
+// offloaded payload's key under its prefix, and its cluster metadata.
+func clusterID(t testing.TB, bs string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := newAdminOn(t, bs).ClusterID(ctx)
+	if err != nil || id == "" {
+		t.Fatalf("the cluster id of %s: %q, %v", bs, id, err)
+	}
+	return id
+}
