@@ -235,11 +235,12 @@ type Store struct {
 	// timer), deleting the payloads no pointer references any more.
 	GC bool `key:"gc"`
 	// GCAdopt are key prefixes of this store whose objects that name no
-	// writer offloader gc of this pipeline deletes once nothing references
-	// them: those of the serializers (their prefix, "producer" by default)
-	// and those written before objects named their writer. Adopt a prefix
-	// only when this pipeline's topics are the only ones that can hold
-	// pointers to it.
+	// writer, or no Kafka cluster, offloader gc of this pipeline deletes once
+	// nothing references them: those of the serializers (their prefix,
+	// "producer" by default) and those written by versions before objects
+	// named their writer or cluster (the pipeline's own prefix). Adopt a
+	// prefix only when this pipeline's topics, on this cluster, are the only
+	// ones that can hold pointers to it.
 	GCAdopt  []string       `key:"gc_adopt"`
 	Settings map[string]any `key:",remain"`
 	// Config is the decoded, validated backend config.
