@@ -179,8 +179,12 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	got, err := demoConsume(ctx, bootstrap, slim, len(recs), done)
 	elapsed := time.Since(started)
 	stopPipeline()
-	if runErr := <-done; runErr != nil && err == nil {
-		err = fmt.Errorf("the pipeline failed: %w", runErr)
+	// A pipeline that stopped early was heard by demoConsume: its error is
+	// err, and done has nothing more to say.
+	if !errors.As(err, new(*pipelineStopped)) {
+		if runErr := <-done; runErr != nil && err == nil {
+			err = fmt.Errorf("the pipeline failed: %w", runErr)
+		}
 	}
 	if err != nil {
 		return err
@@ -284,7 +288,7 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 		}
 		select {
 		case err := <-pipelineDone:
-			return nil, fmt.Errorf("the pipeline stopped with %d of %d records in the slim topic: %v", len(got), n, err)
+			return nil, &pipelineStopped{got: len(got), want: n, err: err}
 		default:
 		}
 		m, err := r.Next(ctx, 100*time.Millisecond)
@@ -299,3 +303,16 @@ func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDo
 		}
 	}
 }
+
+// pipelineStopped: the pipeline ended before the slim topic held every
+// record.
+type pipelineStopped struct {
+	got, want int
+	err       error
+}
+
+func (e *pipelineStopped) Error() string {
+	return fmt.Sprintf("the pipeline stopped with %d of %d records in the slim topic: %v", e.got, e.want, e.err)
+}
+
+func (e *pipelineStopped) Unwrap() error { return e.err }

@@ -253,7 +253,7 @@ transforms:
 			t.Errorf("exit %d, printed %q, want %q\n%s", code, out, want, errOut)
 		}
 		code, out, _ = cat("-p", "1", "-o", "-1", "-f", `%P %S\n`, "--meta")
-		if code != 0 || out != "payloads/cat/"+raw+"/1/4 204800\n" {
+		if code != 0 || out != "payloads/cat/"+clusterID(t, bootstrap)+"/"+raw+"/1/4 204800\n" {
 			t.Errorf("--meta -f '%%P %%S': exit %d, printed %q", code, out)
 		}
 	})

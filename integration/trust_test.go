@@ -90,7 +90,7 @@ observability: {listen: "127.0.0.1:0", log_format: console}
 		if sha256.Sum256(v.Value) != sha256.Sum256(all[i].value) {
 			t.Errorf("record %d resolves to other bytes than its own", i)
 		}
-		if want := fmt.Sprintf("trust/%s/0/%d", raw, i); v.Pointer == nil || v.Pointer.Key != want {
+		if want := fmt.Sprintf("trust/%s/%s/0/%d", clusterID(t, bootstrap), raw, i); v.Pointer == nil || v.Pointer.Key != want {
 			t.Errorf("record %d: pointer %+v, want its own key %s", i, v.Pointer, want)
 		}
 		for _, h := range m.Headers {
