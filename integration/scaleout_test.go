@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,7 +193,7 @@ func steadyOutput(t *testing.T, bs, slim, group, raw, root string, n, partitions
 		}
 	}
 	store := openFS(t, root)
-	assertEachOnce(t, got, n, func(i int, m *kafka.Message) {
+	check := func(i int, m *kafka.Message) {
 		if m.TopicPartition.Partition != int32(i%partitions) {
 			t.Fatalf("key %d in slim partition %d, source partition %d", i, m.TopicPartition.Partition, i%partitions)
 		}
@@ -201,11 +202,61 @@ func steadyOutput(t *testing.T, bs, slim, group, raw, root string, n, partitions
 				t.Fatalf("key %d resolved to %d different bytes", i, len(v))
 			}
 		}
-	})
-	if committed := committedTotal(t, bs, group, raw); committed != int64(n) {
-		t.Errorf("the group committed offsets covering %d records, %d were produced", committed, n)
+	}
+	// The source as the brokers hold it: through a leader change, an
+	// idempotent producer can still write a record twice (its retry of a
+	// batch the old leader had appended), and then the source holds it at
+	// two offsets, each of which the slim topic must hold once.
+	source := consumeFrom(t, bs, raw, "read_committed", n, 3*time.Minute)
+	if len(source) == n {
+		assertEachOnce(t, got, n, check)
+	} else {
+		assertCopyOf(t, source, got, n, check)
+	}
+	if committed := committedTotal(t, bs, group, raw); committed != int64(len(source)) {
+		t.Errorf("the group committed offsets covering %d records, the source holds %d", committed, len(source))
 	}
 	return got
+}
+
+// assertCopyOf checks that the slim records got are the source records
+// source, partition by partition in order, each once, when the source
+// holds some of the n keys produced more than once; check sees each.
+func assertCopyOf(t *testing.T, source, got []*kafka.Message, n int, check func(i int, m *kafka.Message)) {
+	t.Helper()
+	keys := func(ms []*kafka.Message) map[int32][]string {
+		out := map[int32][]string{}
+		for _, m := range ms {
+			out[m.TopicPartition.Partition] = append(out[m.TopicPartition.Partition], string(m.Key))
+		}
+		return out
+	}
+	want, have := keys(source), keys(got)
+	for p, ks := range want {
+		if !slices.Equal(ks, have[p]) {
+			t.Fatalf("slim partition %d holds %d records, its source partition %d: not a copy record for record", p, len(have[p]), len(ks))
+		}
+	}
+	seen := map[string]int{}
+	for _, m := range source {
+		seen[string(m.Key)]++
+	}
+	var twice []string
+	for i := range n {
+		switch seen[strconv.Itoa(i)] {
+		case 0:
+			t.Fatalf("the source holds no record %d of the %d produced", i, n)
+		case 1:
+		default:
+			twice = append(twice, strconv.Itoa(i))
+		}
+	}
+	for _, m := range got {
+		i, _ := strconv.Atoi(string(m.Key))
+		check(i, m)
+	}
+	t.Logf("the source holds %d records for the %d produced (the producer wrote %s twice through a leader change); the slim topic holds each of them once, in order",
+		len(source), n, strings.Join(twice, ", "))
 }
 
 // flowing waits until the live instances hold every partition of topic (on
