@@ -96,23 +96,22 @@ func sweepPrefix(ctx context.Context, plan Plan, s stores.Store, p Prefix, refs 
 			sw.Young.add(o.Key, o.Size) // written again since it was listed
 			return nil
 		}
-		switch writer := info.Metadata[stores.MetaWriter]; {
-		case writer == plan.Writer, writer == "" && p.Adopted:
-		case writer == "":
-			sw.NoWriter.add(o.Key, o.Size)
-			return nil
-		default:
-			sw.OtherWriter.add(o.Key+" (writer "+writer+")", o.Size)
-			return nil
-		}
-		switch cluster := info.Metadata[stores.MetaCluster]; {
-		case cluster == plan.Cluster, cluster == "" && p.Adopted:
-		case cluster == "":
-			sw.NoCluster.add(o.Key, o.Size)
-			return nil
-		default:
-			sw.OtherCluster.add(o.Key+" (cluster "+cluster+")", o.Size)
-			return nil
+		for _, id := range []struct {
+			meta, ours   string
+			none, others *Count
+		}{
+			{stores.MetaWriter, plan.Writer, &sw.NoWriter, &sw.OtherWriter},
+			{stores.MetaCluster, plan.Cluster, &sw.NoCluster, &sw.OtherCluster},
+		} {
+			switch said := info.Metadata[id.meta]; {
+			case said == id.ours, said == "" && p.Adopted:
+			case said == "":
+				id.none.add(o.Key, o.Size)
+				return nil
+			default:
+				id.others.add(o.Key+" ("+id.meta+" "+said+")", o.Size)
+				return nil
+			}
 		}
 		if !plan.DryRun {
 			if err := s.Delete(ctx, o.Key); err != nil {

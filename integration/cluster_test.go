@@ -99,6 +99,35 @@ func leaderOf(adm *kafka.AdminClient, topic string, partition int32) (int, error
 	return 0, fmt.Errorf("%s has no partition %d", topic, partition)
 }
 
+// clusterRun is a pipeline named name on the 3-node cluster, which it
+// holds for the test (onCluster): its raw and slim topics of partitions
+// each (RF 3; a slim record's time is when the broker wrote it, the stalls
+// are read from them), its group and filesystem store, and a file whose
+// kafka: flow mapping adds kafkaYAML (", key: value...") to the bootstrap.
+type clusterRun struct {
+	bs, raw, slim, group, root, cfg, base string
+}
+
+func newClusterRun(t *testing.T, name string, partitions int, kafkaYAML string) *clusterRun {
+	t.Helper()
+	r := &clusterRun{bs: onCluster(t), raw: uniqueName(t, "raw"), slim: uniqueName(t, "slim"), group: uniqueName(t, "g"), root: t.TempDir(), base: uniqueName(t, "node")}
+	createTopicOn(t, r.bs, r.raw, partitions, 3, map[string]string{"max.message.bytes": "8388608"})
+	createTopicOn(t, r.bs, r.slim, partitions, 3, map[string]string{"message.timestamp.type": "LogAppendTime"})
+	r.cfg = pipelineFile(t, name, r.raw, r.slim, r.group,
+		fmt.Sprintf("      payloads: {type: filesystem, root: %q}", r.root),
+		fmt.Sprintf("kafka: {bootstrap_servers: %q%s}", r.bs, kafkaYAML))
+	return r
+}
+
+// start starts instance n of the run, with its admin API on a free port.
+func (r *clusterRun) start(t *testing.T, n int, env ...string) *instance {
+	t.Helper()
+	in := &instance{id: fmt.Sprintf("%s-%d", r.base, n)}
+	in.d = startDaemon(t, r.cfg, append([]string{"OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0", "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + in.id}, env...)...)
+	in.url = in.d.metricsURL(t)
+	return in
+}
+
 // waitLeaderMoves waits until a node other than gone leads every partition
 // of topic that it led, and returns how long that took from since.
 func waitLeaderMoves(t *testing.T, adm *kafka.AdminClient, topic string, partitions int, gone int, since time.Time) time.Duration {
@@ -133,25 +162,11 @@ func waitLeaderMoves(t *testing.T, adm *kafka.AdminClient, topic string, partiti
 // partition, and the group's offsets cover the raw topic. It logs each
 // event's figures (docs/operations.md's stall table).
 func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
-	bs := onCluster(t)
 	const partitions = 6
+	r := newClusterRun(t, "failover", partitions, "")
+	bs, raw, slim, group, root := r.bs, r.raw, r.slim, r.group, r.root
 	adm := newAdminOn(t, bs)
-	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
-	createTopicOn(t, bs, raw, partitions, 3, map[string]string{"max.message.bytes": "8388608"})
-	// A slim record's time is when it was written: the stalls are read from them.
-	createTopicOn(t, bs, slim, partitions, 3, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	root := t.TempDir()
-	group := uniqueName(t, "g")
-	cfg := pipelineFile(t, "failover", raw, slim, group,
-		fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root),
-		fmt.Sprintf("kafka: {bootstrap_servers: %q}", bs))
-	base := uniqueName(t, "node")
-	start := func(n int) *instance {
-		in := &instance{id: fmt.Sprintf("%s-%d", base, n)}
-		in.d = startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0", "OFFLOADER_KAFKA__TRANSACTIONAL_ID="+in.id)
-		in.url = in.d.metricsURL(t)
-		return in
-	}
+	start := func(n int) *instance { return r.start(t, n) }
 	prod := startSteadyProducerOn(t, bs, raw, partitions, 300)
 	a, b := start(0), start(1)
 	flowing(t, bs, group, raw, partitions, nil, 2*time.Minute, a, b)
@@ -233,25 +248,11 @@ func TestNoPartitionStarvesThroughNodeFailures(t *testing.T) {
 // session timeout (2 minutes here) would have been the bound had the leave
 // failed. Every record is then in the slim topic once, in order.
 func TestScaleInThroughAGroupCoordinatorCrash(t *testing.T) {
-	bs := onCluster(t)
 	const partitions = 6
+	r := newClusterRun(t, "scalein-crash", partitions, ", consumer: {session.timeout.ms: 120000}")
+	bs, raw, slim, group, root := r.bs, r.raw, r.slim, r.group, r.root
 	adm := newAdminOn(t, bs)
-	raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
-	createTopicOn(t, bs, raw, partitions, 3, map[string]string{"max.message.bytes": "8388608"})
-	createTopicOn(t, bs, slim, partitions, 3, map[string]string{"message.timestamp.type": "LogAppendTime"})
-	root := t.TempDir()
-	group := uniqueName(t, "g")
-	cfg := pipelineFile(t, "scalein-crash", raw, slim, group,
-		fmt.Sprintf("      payloads: {type: filesystem, root: %q}", root),
-		fmt.Sprintf("kafka: {bootstrap_servers: %q, consumer: {session.timeout.ms: 120000}}", bs))
-	base := uniqueName(t, "node")
-	start := func(n int) *instance {
-		in := &instance{id: fmt.Sprintf("%s-%d", base, n)}
-		in.d = startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0", "OFFLOADER_OBSERVABILITY__ADMIN_TOKEN="+adminToken,
-			"OFFLOADER_KAFKA__TRANSACTIONAL_ID="+in.id)
-		in.url = in.d.metricsURL(t)
-		return in
-	}
+	start := func(n int) *instance { return r.start(t, n, "OFFLOADER_OBSERVABILITY__ADMIN_TOKEN="+adminToken) }
 	prod := startSteadyProducerOn(t, bs, raw, partitions, 300)
 	a, b := start(0), start(1)
 	flowing(t, bs, group, raw, partitions, nil, 2*time.Minute, a, b)
