@@ -59,16 +59,17 @@ type Plan struct {
 const HeapOverhead = 32 << 20
 
 // HeapLimit is the Go heap a budget of inFlight allows: the batch's share
-// and the uploads' share, plus HeapOverhead; the prefetch and the produce
-// queue are librdkafka's, in C. Collecting when the heap reaches the limit
-// (GOGC=off, GOMEMLIMIT at it) keeps the garbage of records already produced
-// within the budget too, and makes collections as rare as the budget allows.
-// A limit of the batch's share alone when no step makes new buffers of
-// values (tried: an uncompressed upload is the record's own value) ran 4.7
-// times the collections of this one at W2 (1 MiB values, 101 against 22 per
-// 2,000 values) and cost its CPU on a busy machine (docs/benchmarks.md, "The
-// release guard").
-func HeapLimit(inFlight int64) int64 { return inFlight/2 + HeapOverhead }
+// and the uploads' share, half as much again for the garbage of records
+// already produced, plus HeapOverhead; the prefetch and the produce queue
+// are librdkafka's, in C. Collecting when the heap reaches the limit
+// (GOGC=off, GOMEMLIMIT at it) keeps that garbage within the budget too,
+// and makes collections as rare as the budget allows. At the two shares
+// alone (96 MiB at the 128 MiB default) a heap holding them live had little
+// room for garbage: W2 (1 MiB values) ran 47 collections per 2,000 values
+// against the release before's 19, and 1.21 of its CPU and 0.87 of its rate
+// on a busy machine; with the garbage's share it runs 28, at 0.95 of the CPU
+// and 1.27 of the rate (docs/benchmarks.md, "The release guard").
+func HeapLimit(inFlight int64) int64 { return inFlight*3/4 + HeapOverhead }
 
 // MessageSlot is the share of a queue one message is counted at, at least:
 // librdkafka counts a queued message by its key and value alone, but keeps

@@ -16,8 +16,8 @@ func TestSplitGivesEachPlaceAQuarter(t *testing.T) {
 	if p != want {
 		t.Fatalf("Split(256MiB, 1 broker) = %+v, want %+v", p, want)
 	}
-	if h := HeapLimit(p.InFlight); h != 160*mib {
-		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters plus HeapOverhead, 160 MiB", h)
+	if h := HeapLimit(p.InFlight); h != 224*mib {
+		t.Errorf("HeapLimit(256MiB) = %d, want the batch's and the uploads' quarters, half as much for garbage, plus HeapOverhead: 224 MiB", h)
 	}
 	if total := p.PrefetchQueue + p.Fetch + p.Batch + p.Uploads + p.ProduceQueue; total != p.InFlight {
 		t.Fatalf("the shares add up to %d, want the budget %d: the queue takes what the fetch response leaves of its quarter", total, p.InFlight)

@@ -25,7 +25,7 @@ func TestCollectAtHeapLimit(t *testing.T) {
 	limit := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetGCPercent(gogc); debug.SetMemoryLimit(limit) })
 
-	// The batch's and the uploads' quarters and 32 MiB, whatever the steps.
+	// The batch's and the uploads' quarters, half as much for garbage, and 32 MiB, whatever the steps.
 	budget := &config.Pipeline{Memory: config.Memory{InFlight: 256 * settings.MiB}}
 	if !collectAtHeapLimit(budget, zap.NewNop()) {
 		t.Fatal("collectAtHeapLimit set nothing with GOGC and GOMEMLIMIT unset")
@@ -35,8 +35,8 @@ func TestCollectAtHeapLimit(t *testing.T) {
 	}
 	read := []metrics.Sample{{Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(read)
-	if got := read[0].Value.Uint64(); got != 160<<20 {
-		t.Errorf("memory limit = %d, want 160 MiB", got)
+	if got := read[0].Value.Uint64(); got != 224<<20 {
+		t.Errorf("memory limit = %d, want 224 MiB", got)
 	}
 
 	debug.SetMemoryLimit(limit)
