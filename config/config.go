@@ -68,7 +68,7 @@ type Pipeline struct {
 // queue.buffering.max.kbytes) win over the figures derived from it.
 type Memory struct {
 	// InFlight is the budget, 16MiB to 4GiB: the most the instance holds
-	// for records in flight (peak RSS is a fixed overhead plus it).
+	// for records in flight (peak RSS is it, a quarter more for the Go heap's garbage, and a fixed overhead).
 	InFlight settings.Size `key:"in_flight"`
 	// MaxUploads caps the uploads at once; below it, as many run as the
 	// budget's upload quarter holds (their values' sizes).
