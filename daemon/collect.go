@@ -55,7 +55,7 @@ func Collect(ctx context.Context, p *config.Pipeline, o CollectOptions) (*gc.Rep
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	cluster, err := kafka.ClusterID(ctx, KafkaClient(p), orNop(o.Log))
+	cluster, err := groups.ClusterID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nothing was deleted: %w", err)
 	}

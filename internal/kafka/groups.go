@@ -170,6 +170,11 @@ func coordinatorMoving(err error) bool {
 	return kerr.IsRetriable()
 }
 
+// ClusterID is the id of the cluster the groups are on (ClusterID).
+func (g *Groups) ClusterID(ctx context.Context) (string, error) {
+	return g.a.clusterID(ctx, g.c.Bootstrap)
+}
+
 // Members is the number of active members of group and its state.
 func (g *Groups) Members(ctx context.Context, group string) (int, string, error) {
 	res, err := g.a.DescribeConsumerGroups(ctx, []string{group})

@@ -57,7 +57,12 @@ func (t *Topology) Memory(inFlight int64, maxUploads int) memory.Plan {
 // when topics are missing or the slim topic has fewer partitions than a source
 // topic under partitioning: preserve. It never creates topics.
 func Inspect(ctx context.Context, p Pipeline, log *zap.Logger) (*Topology, error) {
-	f, err := Survey(ctx, p, log)
+	admin, err := adminClient(p.Client, log)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	f, err := admin.survey(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +70,7 @@ func Inspect(ctx context.Context, p Pipeline, log *zap.Logger) (*Topology, error
 		return nil, fmt.Errorf("%s: %s", prob.What, prob.Fix)
 	}
 	t := &Topology{SourcePartitions: map[string]int{}, Figures: f}
-	if t.ClusterID, err = ClusterID(ctx, p.Client, log); err != nil {
+	if t.ClusterID, err = admin.clusterID(ctx, p.Bootstrap); err != nil {
 		return nil, err
 	}
 	for _, s := range f.Sources {
@@ -138,7 +143,12 @@ func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, 
 		return nil, err
 	}
 	defer admin.Close()
-	md, err := admin.GetMetadata(nil, true, int(timeLeft(ctx, 30*time.Second).Milliseconds()))
+	return admin.survey(ctx, p)
+}
+
+// survey is Survey on an open admin client.
+func (a admin) survey(ctx context.Context, p Pipeline) (*limits.Figures, error) {
+	md, err := a.GetMetadata(nil, true, int(timeLeft(ctx, 30*time.Second).Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Bootstrap, err)
 	}
@@ -151,7 +161,7 @@ func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, 
 	}
 	f.TransactionTimeoutMs = int(p.TransactionTimeout.Milliseconds())
 	if len(md.Brokers) > 0 {
-		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
+		res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
 		if err != nil {
 			return nil, fmt.Errorf("reading the broker's configuration: %w", err)
 		}
@@ -169,7 +179,7 @@ func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, 
 			return t, nil
 		}
 		t.Exists, t.Partitions = true, len(tm.Partitions)
-		res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: name}})
+		res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: name}})
 		if err != nil {
 			return t, fmt.Errorf("reading the configuration of %s %q: %w", role, name, err)
 		}
@@ -251,14 +261,20 @@ func ClusterID(ctx context.Context, c Client, log *zap.Logger) (string, error) {
 		return "", err
 	}
 	defer admin.Close()
+	return admin.clusterID(ctx, c.Bootstrap)
+}
+
+// clusterID is ClusterID on an open admin client of the cluster at
+// bootstrap.
+func (a admin) clusterID(ctx context.Context, bootstrap string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeLeft(ctx, 30*time.Second))
 	defer cancel()
-	id, err := admin.AdminClient.ClusterID(ctx)
+	id, err := a.AdminClient.ClusterID(ctx)
 	if err != nil {
-		return "", fmt.Errorf("reading the Kafka cluster's id from %s: %w", c.Bootstrap, err)
+		return "", fmt.Errorf("reading the Kafka cluster's id from %s: %w", bootstrap, err)
 	}
 	if id == "" {
-		return "", fmt.Errorf("the Kafka cluster at %s gives no cluster id (a broker older than Kafka 0.10.1?): offloaded payloads are stored under it", c.Bootstrap)
+		return "", fmt.Errorf("the Kafka cluster at %s gives no cluster id (a broker older than Kafka 0.10.1?): offloaded payloads are stored under it", bootstrap)
 	}
 	return id, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -42,18 +43,12 @@ func (e *Engine) boundIntake() error {
 	case !paused && len(e.assigned) > 1 && (full || held >= bound-bound/4):
 		share := held / len(e.assigned)
 		var heavy []Partition
-		starved := false
-		for _, p := range e.assigned {
-			lag, known := e.board.lags[p]
-			h := e.batch.heldBy(p)
-			switch {
-			case h > share:
-				heavy = append(heavy, p)
-			case h == 0 && e.ledger.why[p] == 0 && (!known || lag > 0):
-				starved = true
+		for _, pt := range e.batch.parts {
+			if pt.held > share && slices.Contains(e.assigned, pt.Partition) {
+				heavy = append(heavy, pt.Partition)
 			}
 		}
-		if len(heavy) == 0 || !starved {
+		if len(heavy) == 0 || !e.starved() {
 			e.starvedSince = time.Time{}
 			return nil
 		}
@@ -74,6 +69,17 @@ func (e *Engine) boundIntake() error {
 		}
 	}
 	return nil
+}
+
+// starved reports whether an assigned partition with lag (or none known
+// yet), not paused, has nothing in hand.
+func (e *Engine) starved() bool {
+	for _, p := range e.assigned {
+		if lag, known := e.board.lags[p]; e.ledger.why[p] == 0 && (!known || lag > 0) && e.batch.heldBy(p) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // heldBound is the most the batch holds before reading stops:
