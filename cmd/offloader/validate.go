@@ -67,10 +67,12 @@ offloader validate -F pipeline.yaml --output json | jq -r '.problems[] | "\(.pat
 				if !ok {
 					return code
 				}
-				files, code, ok := c.loadWith(f, *src.file, *with)
-				if !ok {
-					return code
+				files, bad, err := c.loadWith(*with)
+				if err != nil {
+					c.reportConfigError(bad, err)
+					return exitUsage
 				}
+				files[*src.file] = f
 				file, pipeline := src.file, src.name
 				p, err := f.Select(*pipeline)
 				if err != nil && (*print || *pipeline != "") {
@@ -114,19 +116,17 @@ type validation struct {
 	Notes []string `json:"notes"`
 }
 
-// loadWith loads the files of --with beside f (loaded from path), each
-// validated as -F would be, and returns all of them by path.
-func (c *cli) loadWith(f *config.File, path string, with []string) (map[string]*config.File, int, bool) {
-	files := map[string]*config.File{path: f}
+// loadWith loads the files of --with, each validated as -F is, by path; a
+// failure says which file.
+func (c *cli) loadWith(with []string) (files map[string]*config.File, bad string, err error) {
+	files = map[string]*config.File{}
 	for _, other := range with {
 		name := ""
-		of, code, ok := c.loadFile("validate", pipelineSource{file: &other, name: &name})
-		if !ok {
-			return nil, code, false
+		if files[other], err = c.load(pipelineSource{file: &other, name: &name}); err != nil {
+			return nil, other, err
 		}
-		files[other] = of
 	}
-	return files, exitOK, true
+	return files, "", nil
 }
 
 // validateJSON prints validate's verdict as JSON; the exit code is
@@ -137,17 +137,14 @@ func (c *cli) validateJSON(fs *pflag.FlagSet, src pipelineSource, with []string)
 		return c.usageError(fs, "%v", err)
 	}
 	v := validation{File: *src.file, Pipelines: []string{}, Problems: []settings.Problem{}, Warnings: []string{}, Notes: []string{}}
-	files := map[string]*config.File{*src.file: f}
-	for _, other := range with {
-		if err != nil {
-			break
+	var files map[string]*config.File
+	if err == nil {
+		var bad string
+		if files, bad, err = c.loadWith(with); err != nil {
+			err = fmt.Errorf("--with %s: %w", bad, err)
+		} else {
+			files[*src.file] = f
 		}
-		name := ""
-		var of *config.File
-		if of, err = c.load(pipelineSource{file: &other, name: &name}); err != nil {
-			err = fmt.Errorf("--with %s: %w", other, err)
-		}
-		files[other] = of
 	}
 	if err == nil {
 		_, err = f.Select(*src.name)
