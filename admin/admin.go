@@ -92,6 +92,10 @@ var profiles = func() http.Handler {
 	return mux
 }()
 
+// Steering names the API's calls that steer the pipeline, for whoever says
+// who may make them.
+const Steering = "POST /pause, /resume and /leave"
+
 // maxReason bounds a pause's reason (POST /pause?reason= or its JSON body).
 const maxReason = 256
 

@@ -39,10 +39,10 @@ func serveAdmin(ctx context.Context, o config.Observability, m *observability.Me
 	if err != nil {
 		return nil, fmt.Errorf("observability.listen %s: %w", o.Listen, err)
 	}
-	logger.Info("serving /metrics, /healthz, /readyz and the admin API (/status, /pause, /resume)",
+	logger.Info("serving /metrics, /healthz, /readyz and the admin API (GET /status, "+admin.Steering+")",
 		zap.String("address", addr.String()), zap.Bool("token", o.AdminToken != ""))
 	if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.AdminToken == "" {
-		logger.Warn("the admin API answers anyone who reaches this address: POST /pause and /resume steer the pipeline; set observability.admin_token (or keep the port private)",
+		logger.Warn("the admin API answers anyone who reaches this address: "+admin.Steering+" steer the pipeline (a leave moves the instance's partitions away when it stops); set observability.admin_token (or keep the port private)",
 			zap.String("address", addr.String()))
 	}
 	return addr, nil

@@ -1,11 +1,17 @@
 package daemon
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/offloader/offloader/admin"
+	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -64,5 +70,33 @@ func TestTheEnginesReportsReachTheSeries(t *testing.T) {
 	e.Resumed(engine.PausedByStore)
 	if ready, _ := m.Readiness(); !ready || testutil.ToFloat64(m.Paused) != 0 {
 		t.Errorf("after both resumes: ready %v, paused %v", ready, testutil.ToFloat64(m.Paused))
+	}
+}
+
+// An admin API open to other hosts (no token, not loopback) is warned of
+// naming every call that steers the pipeline, /leave included.
+func TestAnOpenAdminAPIIsWarnedOfWithEveryRouteThatSteers(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := config.Observability{Listen: "0.0.0.0:0"}
+	if _, err := serveAdmin(ctx, o, observability.NewMetrics("t"), &admin.Server{}, zap.New(core)); err != nil {
+		t.Fatal(err)
+	}
+	warned := logs.FilterLevelExact(zap.WarnLevel).All()
+	if len(warned) != 1 {
+		t.Fatalf("%d warnings, want 1: %+v", len(warned), logs.All())
+	}
+	for _, route := range []string{"/pause", "/resume", "/leave", "observability.admin_token"} {
+		if !strings.Contains(warned[0].Message, route) {
+			t.Errorf("the warning %q does not name %s", warned[0].Message, route)
+		}
+	}
+	o.Listen, o.AdminToken = "0.0.0.0:0", "secret"
+	if _, err := serveAdmin(ctx, o, observability.NewMetrics("t2"), &admin.Server{Token: "secret"}, zap.New(core)); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterLevelExact(zap.WarnLevel).Len(); n != 1 {
+		t.Errorf("%d warnings after a listener with a token, want still 1", n)
 	}
 }

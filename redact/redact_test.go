@@ -57,3 +57,52 @@ func TestSecretValuesAndTheWriter(t *testing.T) {
 		t.Errorf("wrote %d, %v: %q", n, err, b.String())
 	}
 }
+
+// JSON redacts each string on its value: a SAS signature after an & that
+// JSON writes as \u0026, a registered secret holding a quote, a URL's
+// password; numbers, booleans, nulls, nesting and field order stay as they
+// were.
+func TestJSONRedactsValuesNotText(t *testing.T) {
+	Secret(`quo"ted-secret`)
+	v := struct {
+		What   string         `json:"what"`
+		Count  int            `json:"count"`
+		OK     bool           `json:"ok"`
+		None   *int           `json:"none"`
+		List   []string       `json:"list"`
+		Nested map[string]any `json:"nested"`
+	}{
+		What:   "store blob: https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=SIGsecret0123",
+		Count:  3,
+		OK:     true,
+		List:   []string{`has quo"ted-secret inside`, "plain"},
+		Nested: map[string]any{"url": "http://svc:URLpass0123@host/base", "n": 1.5},
+	}
+	got, err := JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"SIGsecret0123", "ted-secret", "URLpass0123"} {
+		if bytes.Contains(got, []byte(secret)) {
+			t.Errorf("%s printed:\n%s", secret, got)
+		}
+	}
+	want := `{
+  "what": "store blob: https://acct.blob.core.windows.net/c?sv=2022-11-02\u0026sig=[redacted]",
+  "count": 3,
+  "ok": true,
+  "none": null,
+  "list": [
+    "has [redacted] inside",
+    "plain"
+  ],
+  "nested": {
+    "n": 1.5,
+    "url": "http://svc:[redacted]@host/base"
+  }
+}
+`
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

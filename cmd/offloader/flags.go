@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/offloader/offloader/redact"
 )
 
 // pipelineSource is the -F/--config and --pipeline flags shared by the
@@ -73,9 +76,17 @@ func outputOf(fs *pflag.FlagSet) (asJSON bool, err error) {
 	return format == "json" || json, nil
 }
 
-// printJSON prints v as indented JSON to stdout.
-func (c *cli) printJSON(v any) {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+// printJSON prints v as indented JSON to stdout, every string in it
+// redacted (redact.JSON).
+func (c *cli) printJSON(v any) { printJSON(c.stdout, v) }
+
+// printJSON prints v to w as indented JSON, every string in it redacted.
+func printJSON(w io.Writer, v any) {
+	b, err := redact.JSON(v)
+	if err != nil {
+		msg, _ := json.Marshal("encoding the result as JSON: " + err.Error())
+		fmt.Fprintf(w, "{\"error\": %s}\n", msg)
+		return
+	}
+	w.Write(b)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/signal"
@@ -189,7 +188,5 @@ func printGCJSON(w io.Writer, rep *gc.Report, err error) {
 	if err != nil {
 		doc.Error = err.Error()
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(doc)
+	printJSON(w, doc)
 }

@@ -94,6 +94,25 @@ func (s *Session) callTimeout() time.Duration {
 	return max(s.p.TransactionTimeout, minCallTimeout)
 }
 
+// offsetsTimeout is SendOffsetsToTransaction's deadline: what is left of
+// the open transaction's transaction.timeout.ms (the broker aborts it then,
+// and the commit that would follow the offsets fails), but at least
+// minOffsetsTimeout. Not callTimeout's 30 s minimum: this call hangs past its
+// timeout when the group's coordinator broker dies (librdkafka issues #5456
+// and #5511: the producer keeps the dead broker as the group's coordinator
+// once it leaves the metadata), and the stuck-call fallback acts stuckGrace
+// after the deadline; a new producer finds the group's new coordinator.
+func (s *Session) offsetsTimeout() time.Duration {
+	txn := s.p.TransactionTimeout
+	if txn <= 0 {
+		txn = time.Minute // librdkafka's default transaction.timeout.ms
+	}
+	return max(time.Until(s.began.Add(txn)), minOffsetsTimeout)
+}
+
+// minOffsetsTimeout is the shortest deadline of SendOffsetsToTransaction.
+const minOffsetsTimeout = 5 * time.Second
+
 // minCallTimeout is the shortest deadline of a transactional call: a broker
 // restart (10-17 s for a crash, the broker's own session timeout) moves the
 // transaction coordinator, and a call that rides it out commits or aborts as
@@ -190,7 +209,7 @@ func (s *Session) Commit(ctx context.Context, offsets []engine.Offset) error {
 	for i, o := range offsets {
 		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
 	}
-	if err := s.txnCall(ctx, "SendOffsetsToTransaction", s.callTimeout(), func(c context.Context) error {
+	if err := s.txnCall(ctx, "SendOffsetsToTransaction", s.offsetsTimeout(), func(c context.Context) error {
 		return s.producer.SendOffsetsToTransaction(c, tps, meta)
 	}); err != nil {
 		return err

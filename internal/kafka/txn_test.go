@@ -76,6 +76,28 @@ func TestTransactionalCallsTakeTheirDeadlineFromTheTransactionTimeout(t *testing
 	}
 }
 
+// SendOffsetsToTransaction gets what is left of the open transaction's
+// transaction.timeout.ms, at least 5 s: a call hung on a dead group
+// coordinator (librdkafka #5511) is given up on when the broker would abort
+// the transaction anyway, not after callTimeout's 30 s minimum.
+func TestSendingOffsetsGetsWhatIsLeftOfTheTransaction(t *testing.T) {
+	for _, c := range []struct {
+		timeout, open, want time.Duration
+	}{
+		{10 * time.Second, 2 * time.Second, 8 * time.Second},
+		{10 * time.Second, 9 * time.Second, 5 * time.Second},
+		{10 * time.Second, time.Minute, 5 * time.Second},
+		{0, 15 * time.Second, 45 * time.Second},
+	} {
+		s := testSession()
+		s.p.TransactionTimeout = c.timeout
+		s.began = time.Now().Add(-c.open)
+		if got := s.offsetsTimeout(); got > c.want || got < c.want-time.Second {
+			t.Errorf("transaction.timeout.ms %s, open %s: SendOffsetsToTransaction gets %s, want %s", c.timeout, c.open, got, c.want)
+		}
+	}
+}
+
 // A call that ignores its own timeout (librdkafka #5456) must not hold the
 // instance: past the grace it is reported stuck, which replaces the producer,
 // and its result still arrives if it ever returns.
