@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 	"testing"
 
 	"github.com/offloader/offloader/pipeline"
@@ -20,7 +21,8 @@ func TestTheSharedVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := filesystem.Open("payloads", filesystem.Config{Root: t.TempDir(), DirMode: 0o750, FileMode: 0o640})
+	root := filepath.Join(t.TempDir(), "root")
+	fs, err := filesystem.Open("payloads", filesystem.Config{Root: root, DirMode: 0o750, FileMode: 0o640})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +31,17 @@ func TestTheSharedVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := v.Filesystem.Layout.LayOut(root); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Filesystem.Cases) < 8 {
+		t.Fatalf("%d filesystem cases", len(v.Filesystem.Cases))
+	}
 	r := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": fs}})
 	if len(v.Cases) < 30 {
 		t.Fatalf("%d cases", len(v.Cases))
 	}
-	for _, c := range v.Cases {
+	for _, c := range append(v.Cases, v.Filesystem.Cases...) {
 		rec := &pipeline.Record{}
 		for _, h := range c.Headers {
 			rec.Headers = append(rec.Headers, pipeline.Header{Key: h[0], Value: []byte(h[1])})

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/offloader/offloader/resolver"
 )
@@ -19,6 +21,67 @@ type Vectors struct {
 	// Objects are the store's objects by key, base64.
 	Objects map[string]string `json:"objects"`
 	Cases   []Case            `json:"cases"`
+	// Filesystem are the cases of a filesystem store's layout.
+	Filesystem struct {
+		Layout Layout `json:"layout"`
+		Cases  []Case `json:"cases"`
+	} `json:"filesystem"`
+}
+
+// Layout is what a filesystem store's root holds beside its objects.
+type Layout struct {
+	// Files are written under the root directly (not through the store),
+	// Outside beside the root; both base64.
+	Files   map[string]string `json:"files"`
+	Outside map[string]string `json:"outside"`
+	// Directories and FIFOs are created under the root; Symlinks are
+	// links under the root to their targets (relative to the link).
+	Directories []string          `json:"directories"`
+	FIFOs       []string          `json:"fifos"`
+	Symlinks    map[string]string `json:"symlinks"`
+}
+
+// LayOut makes l in root (a directory in a directory of its own: Outside
+// goes to root's parent).
+func (l Layout) LayOut(root string) error {
+	write := func(dir string, files map[string]string) error {
+		for name, b64 := range files {
+			b, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+				return err
+			}
+			if err := os.WriteFile(path, b, 0o640); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := write(root, l.Files); err != nil {
+		return err
+	}
+	if err := write(filepath.Dir(root), l.Outside); err != nil {
+		return err
+	}
+	for _, d := range l.Directories {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o750); err != nil {
+			return err
+		}
+	}
+	for _, f := range l.FIFOs {
+		if err := syscall.Mkfifo(filepath.Join(root, filepath.FromSlash(f)), 0o640); err != nil {
+			return err
+		}
+	}
+	for link, target := range l.Symlinks {
+		if err := os.Symlink(filepath.FromSlash(target), filepath.Join(root, filepath.FromSlash(link))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Case is one record: resolved to SHA256, or refused in class Reject.

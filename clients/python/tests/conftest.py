@@ -1,3 +1,4 @@
+import base64
 import json
 import os
 import pathlib
@@ -18,3 +19,19 @@ def live(name):
     if not value:
         pytest.skip(f"{name} is not set: the real broker and stores are needed (make test starts them)")
     return value
+
+
+def lay_out(layout, root):
+    """Makes a filesystem store's layout of the shared vectors in root (a
+    directory of its own: outside goes to its parent)."""
+    for base, files in ((root, layout["files"]), (root.parent, layout["outside"])):
+        for name, b64 in files.items():
+            path = base.joinpath(*name.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(base64.b64decode(b64))
+    for name in layout["directories"]:
+        root.joinpath(*name.split("/")).mkdir(parents=True, exist_ok=True)
+    for name in layout["fifos"]:
+        os.mkfifo(root.joinpath(*name.split("/")))
+    for link, target in layout["symlinks"].items():
+        os.symlink(target, root.joinpath(*link.split("/")))

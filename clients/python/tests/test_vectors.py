@@ -7,18 +7,22 @@ import pytest
 
 from offloader_client import FilesystemStore, PointerError, Resolver
 
+from conftest import lay_out
+
 
 @pytest.fixture
 def resolver(vectors, tmp_path):
-    store = FilesystemStore(str(tmp_path))
+    root = tmp_path / "root"
+    store = FilesystemStore(str(root))
     for key, data in vectors["objects"].items():
         store.put(key, base64.b64decode(data), {})
+    lay_out(vectors["filesystem"]["layout"], root)
     return Resolver({"payloads": store}, max_bytes=64 << 20)
 
 
 def test_every_vector_resolves_or_is_refused_in_its_class(vectors, resolver):
-    assert len(vectors["cases"]) > 40
-    for case in vectors["cases"]:
+    assert len(vectors["cases"]) > 40 and len(vectors["filesystem"]["cases"]) >= 8
+    for case in vectors["cases"] + vectors["filesystem"]["cases"]:
         value = base64.b64decode(case["value_base64"]) if "value_base64" in case else case["value"].encode()
         headers = [(k, v.encode()) for k, v in case["headers"]]
         try:

@@ -4,6 +4,7 @@ HTTP store contract (docs/http-store.md). Each reads an object no larger than
 the limit it is given, and turns its SDK's failures into the format's classes:
 NotFound, Refused (for good: fix the settings) or Unavailable (may pass)."""
 
+import errno
 import os
 import stat
 import tempfile
@@ -12,7 +13,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
 
-from .errors import Checksum, NotFound, PointerError, Refused, Unavailable
+from .errors import Checksum, Malformed, NotFound, PointerError, Refused, Unavailable
 from .pointer import check_key, sha256_hex
 
 T = TypeVar("T")
@@ -37,14 +38,24 @@ def _status_error(name: str, op: str, key: str, status: Optional[int], cause: An
     return Unavailable(f"{name}: {op} {key}: {cause}")
 
 
+# META_DIR holds the objects' metadata under a filesystem store's root (as
+# offloader's own filesystem store lays it out): no key reaches into it.
+META_DIR = ".offloader-meta"
+
+
 class FilesystemStore:
-    """Objects as files under root, the key's segments as directories."""
+    """Objects as files under root, the key's segments as directories; the
+    metadata of each in META_DIR, which no key may name. Only regular files
+    are objects: a directory, a FIFO or a symlink (even one that stays under
+    the root) is NotFound, as in the Go and Java readers."""
 
     def __init__(self, root: str):
         self.root = os.path.realpath(root)  # a root that is itself a symlink is followed once, here
 
     def _path(self, key: str) -> str:
         check_key(key)
+        if key == META_DIR or key.startswith(META_DIR + "/"):
+            raise Malformed(f"malformed pointer: key {key!r} is inside the filesystem store's metadata directory {META_DIR}")
         return os.path.join(self.root, *key.split("/"))
 
     def get(self, key: str, limit: int) -> bytes:
@@ -58,11 +69,14 @@ class FilesystemStore:
         except PermissionError as e:
             raise Refused(f"filesystem store: get {key}: {e}") from e
         except OSError as e:
+            if e.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink
+                raise NotFound(f"filesystem store: {key} is not a regular file") from e
             raise Unavailable(f"filesystem store: get {key}: {e}") from e
+        st = os.fstat(fd)  # before fdopen, which refuses a directory with its own error
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise NotFound(f"filesystem store: {key} is not a regular file")
         with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise NotFound(f"filesystem store: {key} is not a regular file")
             if st.st_size > limit:
                 raise Checksum(f"filesystem store: {key} holds {st.st_size} bytes, more than the {limit} expected")
             return f.read(limit + 1)

@@ -38,7 +38,7 @@ public class FilesystemStore implements PayloadStore {
         Pointer.checkKey(key);
         try {
             if (!metadata.isEmpty()) {
-                write(".offloader-meta/" + key + ".json", json(metadata));
+                write(META_DIR + "/" + key + ".json", json(metadata));
             }
             write(key, data);
         } catch (IOException e) {
@@ -65,9 +65,15 @@ public class FilesystemStore implements PayloadStore {
         }
     }
 
+    /** The directory under the root that holds the objects' metadata: no key reaches into it. */
+    static final String META_DIR = ".offloader-meta";
+
     @Override
     public byte[] get(String key, long limit) {
         Pointer.checkKey(key);
+        if (key.equals(META_DIR) || key.startsWith(META_DIR + "/")) {
+            throw new PointerException(PointerException.Reason.MALFORMED, "malformed pointer: key " + PointerJson.quote(Pointer.cut(key)) + " is inside the filesystem store's metadata directory " + META_DIR);
+        }
         Path path;
         try {
             path = root.resolve(key);

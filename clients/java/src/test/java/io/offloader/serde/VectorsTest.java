@@ -32,16 +32,46 @@ class VectorsTest {
         return "other: " + e;
     }
 
+    /** Makes the vectors' filesystem layout in root (outside goes to its parent). */
+    static void layOut(JsonNode layout, Path root) throws Exception {
+        for (Map.Entry<Path, JsonNode> files : Map.of(root, layout.get("files"), root.getParent(), layout.get("outside")).entrySet()) {
+            for (var it = files.getValue().fields(); it.hasNext(); ) {
+                var e = it.next();
+                Path path = files.getKey().resolve(e.getKey());
+                Files.createDirectories(path.getParent());
+                Files.write(path, Base64.getDecoder().decode(e.getValue().asText()));
+            }
+        }
+        for (JsonNode d : layout.get("directories")) {
+            Files.createDirectories(root.resolve(d.asText()));
+        }
+        for (JsonNode f : layout.get("fifos")) {
+            Process mkfifo = new ProcessBuilder("mkfifo", root.resolve(f.asText()).toString()).inheritIO().start();
+            assertEquals(0, mkfifo.waitFor(), "mkfifo " + f.asText());
+        }
+        for (var it = layout.get("symlinks").fields(); it.hasNext(); ) {
+            var e = it.next();
+            Files.createSymbolicLink(root.resolve(e.getKey()), Path.of(e.getValue().asText()));
+        }
+    }
+
     @Test
     void everyReaderResolvesOrRefusesTheSameWay(@TempDir Path root) throws Exception {
         JsonNode doc = new ObjectMapper().readTree(Files.readString(Path.of("../../pointer/testdata/vectors.json")));
+        Path storeRoot = root.resolve("root");
+        Files.createDirectories(storeRoot);
         FilesystemStore store = new FilesystemStore();
-        store.configure(Map.of(FilesystemStore.ROOT, root.toString()));
+        store.configure(Map.of(FilesystemStore.ROOT, storeRoot.toString()));
         doc.get("objects").fields().forEachRemaining(e -> store.put(e.getKey(), Base64.getDecoder().decode(e.getValue().asText()), Map.of()));
+        layOut(doc.get("filesystem").get("layout"), storeRoot);
+        assertTrue(doc.get("filesystem").get("cases").size() >= 8, "only " + doc.get("filesystem").get("cases").size() + " filesystem cases");
         PointerResolver resolver = new PointerResolver(Map.of("payloads", store), 64L << 20, 0);
         List<String> wrong = new ArrayList<>();
         int cases = 0;
-        for (JsonNode c : doc.get("cases")) {
+        List<JsonNode> all = new ArrayList<>();
+        doc.get("cases").forEach(all::add);
+        doc.get("filesystem").get("cases").forEach(all::add);
+        for (JsonNode c : all) {
             cases++;
             RecordHeaders headers = new RecordHeaders();
             c.get("headers").forEach(h -> headers.add(h.get(0).asText(), h.get(1).asText().getBytes(StandardCharsets.UTF_8)));
