@@ -435,6 +435,12 @@ func (p *Pipeline) decodeParts(path string, problems *settings.Problems) {
 				problems.Add(fmt.Sprintf("%s.gc_adopt[%d]", storePath, i), "%v", err)
 			}
 		}
+		if s.VerifyWrites == "" {
+			s.VerifyWrites = DefaultVerifyWrites
+		}
+		if err := s.VerifyWrites.Validate(); err != nil {
+			problems.Add(storePath+".verify_writes", "%v", err)
+		}
 	}
 	for i, step := range p.Transforms {
 		stepPath := fmt.Sprintf("%s.transforms[%d]", path, i)
@@ -533,7 +539,7 @@ func (p *Pipeline) OpenStores(ctx context.Context) (map[string]stores.Store, err
 			}
 			return nil, fmt.Errorf("payload store %q (%s) is not usable: %w", name, spec.Type, err)
 		}
-		open[name] = s
+		open[name] = stores.Verified(name, s, spec.VerifyWrites)
 	}
 	return open, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	sdk "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/offloader/offloader/stores"
 )
 
 // BenchmarkStoreBandwidth compares the pipeline offloading 400 records of
@@ -82,7 +85,7 @@ const remoteLatency = 100 * time.Millisecond
 // remoteStore starts an HTTP server that keeps what it is given, as a remote
 // store would (each object in a file of its own, so that its memory is not
 // the test's): it answers a PUT with 201 after reading its body and waiting
-// latency, and a GET with the object or 404. It returns its URL.
+// latency, and a GET or HEAD with the object or 404. It returns its URL.
 func remoteStore(b testing.TB, latency time.Duration) string {
 	url, _ := countingRemoteStore(b, latency)
 	return url
@@ -95,7 +98,7 @@ func countingRemoteStore(b testing.TB, latency time.Duration) (string, *atomic.I
 	file := func(r *http.Request) string { return filepath.Join(dir, hex.EncodeToString([]byte(r.URL.Path))) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
-		case http.MethodGet:
+		case http.MethodGet, http.MethodHead:
 			http.ServeFile(w, r, file(r))
 		case http.MethodPut:
 			body, err := io.ReadAll(r.Body)
@@ -141,6 +144,12 @@ func plainHTTPPuts(b testing.TB, url string, n, size, workers int) time.Duration
 // new container or directory of store, and returns what pipelineRunWith
 // measured.
 func pipelineStoreRun(b *testing.B, store string, n, size int) pipelineRunResult {
+	return pipelineStoreRunVerified(b, store, n, size, stores.VerifyOff)
+}
+
+// pipelineStoreRunVerified is pipelineStoreRun with the store's
+// verify_writes set to verify.
+func pipelineStoreRunVerified(b *testing.B, store string, n, size int, verify stores.Verify) pipelineRunResult {
 	yaml := fmt.Sprintf("payloads: {type: filesystem, root: %q}", b.TempDir())
 	switch store {
 	case "azblob":
@@ -150,6 +159,7 @@ func pipelineStoreRun(b *testing.B, store string, n, size int) pipelineRunResult
 	case "http":
 		yaml = fmt.Sprintf("payloads: {type: http, url: %q, auth_token: bench}", remoteStore(b, remoteLatency))
 	}
+	yaml = strings.TrimSuffix(yaml, "}") + ", verify_writes: " + string(verify) + "}"
 	raw, slim := uniqueName(b, "raw"), uniqueName(b, "slim")
 	createTopic(b, raw, 3, map[string]string{"max.message.bytes": "4194304"})
 	createTopic(b, slim, 3, nil)
@@ -237,5 +247,32 @@ func deleteContainer(b testing.TB, container string) {
 	}
 	if err != nil {
 		b.Logf("deleting the benchmark's container %s: %v", container, err)
+	}
+}
+
+// BenchmarkVerifyWrites measures what a store's verify_writes costs: the
+// pipeline offloading 400 records of 1 MiB to Azurite with off, head and
+// read_back, twice each in the order off, head, read_back, read_back, head,
+// off (successive runs drift), each mode's rate over both runs, and its ratio
+// to off's. Run with make bench.
+func BenchmarkVerifyWrites(b *testing.B) {
+	const n, size = 400, 1 << 20
+	modes := []stores.Verify{stores.VerifyOff, stores.VerifyHead, stores.VerifyReadBack}
+	for range b.N {
+		took := map[stores.Verify]time.Duration{}
+		for round := range 2 {
+			for i := range modes {
+				v := modes[i]
+				if round == 1 {
+					v = modes[len(modes)-1-i]
+				}
+				took[v] += pipelineStoreRunVerified(b, "azblob", n, size, v).elapsed
+			}
+		}
+		mb := float64(2*n*size) / 1e6
+		for _, v := range modes {
+			b.Logf("verify_writes: %s: %.1f MB/s, %.2f of off's rate", v, mb/took[v].Seconds(), took[stores.VerifyOff].Seconds()/took[v].Seconds())
+			b.ReportMetric(took[stores.VerifyOff].Seconds()/took[v].Seconds(), string(v)+"/off")
+		}
 	}
 }

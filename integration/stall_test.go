@@ -45,7 +45,7 @@ func startHeldStore(t *testing.T) (*heldStore, string) {
 			s.objects[r.URL.Path] = body
 			s.mu.Unlock()
 			w.WriteHeader(http.StatusCreated)
-		case http.MethodGet:
+		case http.MethodGet, http.MethodHead:
 			s.mu.Lock()
 			body, ok := s.objects[r.URL.Path]
 			s.mu.Unlock()
@@ -53,7 +53,8 @@ func startHeldStore(t *testing.T) (*heldStore, string) {
 				w.WriteHeader(http.StatusNotFound)
 				return
 			}
-			w.Write(body)
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body) // nothing for a HEAD
 		default:
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		}

@@ -164,7 +164,7 @@ func Open(name string, cfg Config) (*Store, error) {
 	// No redirect is followed: Go turns a PUT answered 302 into a GET
 	// without a body, and a login page answering that GET 200 would pass
 	// for a stored object; a custom auth header would also go to whatever
-	// host the redirect names. A 3xx is a permanent failure (fail).
+	// host the redirect names. A 3xx is an outage (fail).
 	c.HTTPClient = &http.Client{Transport: transport, Timeout: cfg.TryTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	c.Logger = nil
@@ -232,8 +232,12 @@ func (s *Store) authorize(h http.Header) {
 	}
 }
 
-// fail classifies a failed call: no response (refused, reset, timed out)
-// and 408/429/5xx are retryable, 404 is not found, other answers permanent.
+// fail classifies a failed call: no response (refused, reset, timed out),
+// 408/429/5xx and redirects are retryable, 404 is not found, other answers
+// permanent. A redirect is an outage, not a bad record: a url that moved or
+// a proxy that sends uploads to a login page fails every record alike, so
+// the pipeline waits it out and then pauses (errors.on_store_outage) rather
+// than dead-lettering what it reads meanwhile.
 func (s *Store) fail(op, key string, resp *http.Response, err error) error {
 	kind := stores.Permanent
 	switch {
@@ -244,6 +248,7 @@ func (s *Store) fail(op, key string, resp *http.Response, err error) error {
 	case resp.StatusCode == http.StatusNotFound:
 		kind, err = stores.NotFound, stores.ErrNotFound
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		kind = stores.Retryable
 		err = fmt.Errorf("HTTP %d %s to %q: offloader follows no redirect (a login page or another host would be taken for the store); set url to where the objects live, or fix the proxy in between",
 			resp.StatusCode, http.StatusText(resp.StatusCode), withoutQuery(resp.Header.Get("Location")))
 	default:

@@ -181,9 +181,10 @@ func TestABodyCutShortIsTriedAgain(t *testing.T) {
 
 // A PUT answered with a redirect is no stored object: with 302 to a login
 // page that answers 200 (Go's client would follow it as a GET without a
-// body), and with 307 to another host, Put fails for good, naming where the
-// redirect pointed (without its query), and a custom auth header never
-// reaches the other host.
+// body), and with 307 to another host, Put fails as an outage (retryable:
+// the pipeline pauses rather than dead-letter records for a proxy's fault),
+// naming where the redirect pointed (without its query), and a custom auth
+// header never reaches the other host.
 func TestARedirectIsNoUpload(t *testing.T) {
 	var leaked atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,9 +205,9 @@ func TestARedirectIsNoUpload(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Put(context.Background(), "p/raw/0/1", []byte("payload"), nil)
-		if err == nil || stores.KindOf(err) != stores.Permanent || !strings.Contains(err.Error(), "follows no redirect") ||
+		if err == nil || stores.KindOf(err) != stores.Retryable || !strings.Contains(err.Error(), "follows no redirect") ||
 			!strings.Contains(err.Error(), other.URL+"/login") || strings.Contains(err.Error(), "SECRET") {
-			t.Errorf("PUT answered %d: %v (kind %v), want a permanent error naming the redirect without its query", code, err, stores.KindOf(err))
+			t.Errorf("PUT answered %d: %v (kind %v), want a retryable error naming the redirect without its query", code, err, stores.KindOf(err))
 		}
 		if _, err := s.Get(context.Background(), "p/raw/0/1", 100); err == nil {
 			t.Errorf("GET answered %d read an object", code)

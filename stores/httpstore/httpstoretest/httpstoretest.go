@@ -48,7 +48,13 @@ type Server struct {
 	// redirectPuts, when not 0, answers every PUT with this redirect to
 	// /login, which answers 200, as an auth proxy does once a token expired.
 	redirectPuts atomic.Int32
+	// dropPuts answers every PUT 201 and keeps nothing: a store that lies.
+	dropPuts atomic.Bool
 }
+
+// DropPuts, from now on while on, answers every PUT 201 Created and keeps
+// nothing, as a store that started lying after offloader's start-up probe.
+func (s *Server) DropPuts(on bool) { s.dropPuts.Store(on) }
 
 // RedirectPuts answers every PUT from now on with code (302, 307...) to a
 // login page that answers 200.
@@ -165,6 +171,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("Authorization") != "Bearer "+Token {
 		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	if s.dropPuts.Load() && r.Method == http.MethodPut {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
 		return
 	}
 	key := strings.TrimPrefix(r.URL.Path, "/base/")
