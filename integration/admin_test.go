@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ const adminToken = "integration-admin-token-0123456789"
 // adminStatus reads an instance's GET /status.
 func adminStatus(t testing.TB, base string) admin.Status {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 	defer cancel()
 	st, err := (&admin.Client{URL: base, Token: adminToken}).Status(ctx)
 	if err != nil {
@@ -32,7 +31,7 @@ func adminStatus(t testing.TB, base string) admin.Status {
 // waitForStatus polls /status until cond holds.
 func waitForStatus(t testing.TB, base, what string, cond func(admin.Status) bool, timeout time.Duration) admin.Status {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for {
 		st := adminStatus(t, base)
 		if cond(st) {
@@ -50,7 +49,7 @@ func waitForStatus(t testing.TB, base, what string, cond func(admin.Status) bool
 // and what it printed.
 func offloaderCLI(t testing.TB, env []string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), args...)
+	cmd := command(offloaderBinary(t), args...)
 	cmd.Env = append(cmd.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return exitCode(err), string(out)

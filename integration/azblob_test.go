@@ -30,7 +30,7 @@ func TestAzureBlobConformance(t *testing.T) {
 	cfg.CreateContainer = true
 	cfg.SinglePutMax = settings.MiB
 	cfg.BlockSize = settings.MiB
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	s, err := azblob.Open(ctx, "blob", cfg)
 	if err != nil {
@@ -49,7 +49,7 @@ func TestAzureBlobConformanceWithSAS(t *testing.T) {
 	cfg.Container = uniqueName(t, "c")
 	cfg.CreateContainer = true
 	cfg.SinglePutMax, cfg.BlockSize = settings.MiB, settings.MiB
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	s, err := azblob.Open(ctx, "blob", cfg)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestAzureBlobReadIsBoundedByThePointer(t *testing.T) {
 	cfg.ConnectionString = azureConnStr
 	cfg.Container = uniqueName(t, "c")
 	cfg.CreateContainer = true
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
 	defer cancel()
 	s, err := azblob.Open(ctx, "blob", cfg)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -101,7 +100,7 @@ func BenchmarkJavaDeserializer(b *testing.B) {
 		createTopic(b, topicA, 1, nil)
 		createTopic(b, topicB, 1, nil)
 		b.Cleanup(func() { deleteTopics(b, []string{topicA, topicB}) })
-		out, err := exec.Command("java", "-Xmx2g", "-cp", javaBenchClasspath(b), "io.offloader.serde.bench.DeserializerBench",
+		out, err := command("java", "-Xmx2g", "-cp", javaBenchClasspath(b), "io.offloader.serde.bench.DeserializerBench",
 			bootstrap, s3Endpoint, topicA, bucketA, topicB, bucketB, "200").CombinedOutput()
 		if err != nil {
 			b.Fatalf("DeserializerBench: %v\n%s", err, out)
@@ -120,7 +119,7 @@ func BenchmarkJavaDeserializer(b *testing.B) {
 
 		// The Python package reads the same records (the Java serializer's
 		// pointers, on the same S3 store), best of three.
-		cmd := exec.Command(pythonEnv(b), "-c", pythonReadBench, bootstrap, topicB, bucketB, "200")
+		cmd := command(pythonEnv(b), "-c", pythonReadBench, bootstrap, topicB, bucketB, "200")
 		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+s3Endpoint)
 		pyOut, err := cmd.CombinedOutput()
 		if err != nil {
@@ -186,7 +185,7 @@ func createBucket(b testing.TB, bucket string) {
 // benchmarks.
 func javaBenchClasspath(b testing.TB) string {
 	b.Helper()
-	build := exec.Command("mvn", "-B", "-q", "-Dstyle.color=never", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
+	build := command("mvn", "-B", "-q", "-Dstyle.color=never", "-Pbench", "-f", "../clients/java/pom.xml", "test-compile", "dependency:build-classpath",
 		"-Dmdep.outputFile=target/bench-classpath.txt", "-Dmdep.includeScope=test")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("mvn -Pbench: %v\n%s", err, out)

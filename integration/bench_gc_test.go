@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -75,7 +74,7 @@ transforms:
 commit: {interval: 100ms}`, srv.URL, httpstoretest.Token).file(b)
 	b.ResetTimer()
 	for range b.N {
-		out, err := exec.Command(offloaderBinary(b), "gc", "-F", cfg, "--grace", "30m", "--output", "json").Output()
+		out, err := command(offloaderBinary(b), "gc", "-F", cfg, "--grace", "30m", "--output", "json").Output()
 		if err != nil {
 			b.Fatalf("gc: %v\n%s", err, out)
 		}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os/exec"
 	"regexp"
 	"strconv"
 	"testing"
@@ -25,7 +24,7 @@ func BenchmarkMigration(b *testing.B) {
 		records, bytes := big+small, float64(big<<20+small<<10)
 
 		started := time.Now()
-		out, err := exec.Command(offloaderBinary(b), "analyze", "-b", bootstrap, "-t", raw, "--output", "json").CombinedOutput()
+		out, err := command(offloaderBinary(b), "analyze", "-b", bootstrap, "-t", raw, "--output", "json").CombinedOutput()
 		if err != nil {
 			b.Fatalf("analyze: %v\n%s", err, out)
 		}
@@ -39,13 +38,13 @@ func BenchmarkMigration(b *testing.B) {
 		cfg, slim := migrationBenchPipeline(b, raw)
 		topics = append(topics, slim)
 		started = time.Now()
-		out, err = exec.Command(offloaderBinary(b), "migrate", "-F", cfg, "--no-verify").CombinedOutput()
+		out, err = command(offloaderBinary(b), "migrate", "-F", cfg, "--no-verify").CombinedOutput()
 		if err != nil {
 			b.Fatalf("migrate: %v\n%s", err, out)
 		}
 		migrate := time.Since(started)
 		started = time.Now()
-		if out, err := exec.Command(offloaderBinary(b), "migrate", "verify", "-F", cfg).CombinedOutput(); err != nil {
+		if out, err := command(offloaderBinary(b), "migrate", "verify", "-F", cfg).CombinedOutput(); err != nil {
 			b.Fatalf("verify: %v\n%s", err, out)
 		}
 		verify := time.Since(started)
@@ -58,7 +57,7 @@ func BenchmarkMigration(b *testing.B) {
 		cfg2, slim2 := migrationBenchPipeline(b, limited)
 		topics = append(topics, slim2)
 		const mbps = 60.0
-		out, err = exec.Command(offloaderBinary(b), "migrate", "-F", cfg2, "--no-verify", "--max-mb-per-s", strconv.Itoa(int(mbps))).CombinedOutput()
+		out, err = command(offloaderBinary(b), "migrate", "-F", cfg2, "--no-verify", "--max-mb-per-s", strconv.Itoa(int(mbps))).CombinedOutput()
 		if err != nil {
 			b.Fatalf("rate-limited migrate: %v\n%s", err, out)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,7 +119,7 @@ func runPeer(b testing.TB, cp, raw, slim, container string, threshold, n int) (r
 	}
 	app := uniqueName(b, "peer")
 	start := time.Now()
-	cmd := exec.Command("java", "-cp", cp, "io.offloader.serde.bench.PeerPipeline",
+	cmd := command("java", "-cp", cp, "io.offloader.serde.bench.PeerPipeline",
 		bootstrap, app, raw, slim, container, azureConnStr, strconv.Itoa(threshold), strconv.Itoa(peerThreads))
 	var mu sync.Mutex
 	var out bytes.Buffer

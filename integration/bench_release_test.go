@@ -298,7 +298,7 @@ func releaseRunOnce(b *testing.B, bin string, w releaseWorkload, raw string, n i
 // releases before the flags of kcat's habits took -c for the file, the later
 // ones -F (or --config).
 func runArgs(b testing.TB, bin, cfg string) []string {
-	out, _ := exec.Command(bin, "run", "--help").CombinedOutput()
+	out, _ := command(bin, "run", "--help").CombinedOutput()
 	if bytes.Contains(out, []byte("-F, --config")) {
 		return []string{"run", "-F", cfg}
 	}
@@ -314,7 +314,7 @@ func runArgs(b testing.TB, bin, cfg string) []string {
 func keepCoresBusy(b testing.TB) func() {
 	var busy []*exec.Cmd
 	for range 3 * runtime.NumCPU() {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd := command("sh", "-c", "while :; do :; done")
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,7 +194,7 @@ const (
 // time the child used.
 func copyProcess(b testing.TB, loop, src, dst string, n int) (elapsed, cpu time.Duration) {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), copyLoopEnv+"="+strings.Join([]string{loop, bootstrap, src, dst, strconv.Itoa(n)}, " "))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

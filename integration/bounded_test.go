@@ -92,7 +92,7 @@ func committedOffsets(t *testing.T, group, topic string, partitions int) int64 {
 	for p := range partitions {
 		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p)})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 	defer cancel()
 	res, err := newAdmin(t).ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}})
 	if err != nil {

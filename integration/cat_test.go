@@ -13,7 +13,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -123,13 +122,13 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 `, connStr, container).file(t)
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run --until-end: %v\n%s", err, out)
 	}
 	store := "payloads=azblob:" + connStr + "|" + container
 	cat := func(args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(offloaderBinary(t), append([]string{"cat", "-b", bootstrap, "-t", slim}, args...)...)
+		cmd := command(offloaderBinary(t), append([]string{"cat", "-b", bootstrap, "-t", slim}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		return exitCode(cmd.Run()), stdout.String(), stderr.String()

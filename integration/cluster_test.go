@@ -30,7 +30,7 @@ func onCluster(t *testing.T) string {
 	clusterMu.Lock()
 	t.Cleanup(clusterMu.Unlock)
 	adm := newAdminOn(t, bs)
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := within(2 * time.Minute)
 	for {
 		md, err := adm.GetMetadata(nil, false, 5000)
 		if err == nil && len(md.Brokers) == 3 {
@@ -49,7 +49,7 @@ func servicesOut(t *testing.T, args ...string) string {
 	if servicesScript == "" {
 		t.Fatal("TEST_SERVICES_SCRIPT is not set: this test drives the cluster's nodes with scripts/services.sh; run it with `make test`")
 	}
-	out, err := exec.Command("bash", append([]string{servicesScript}, args...)...).Output()
+	out, err := command("bash", append([]string{servicesScript}, args...)...).Output()
 	if err != nil {
 		stderr := ""
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -67,7 +67,7 @@ func node(t *testing.T, op string, n int) {
 	servicesOut(t, "node", op, strconv.Itoa(n))
 	if op != "start" {
 		t.Cleanup(func() {
-			if out, err := exec.Command("bash", servicesScript, "node", "start", strconv.Itoa(n)).CombinedOutput(); err != nil {
+			if out, err := command("bash", servicesScript, "node", "start", strconv.Itoa(n)).CombinedOutput(); err != nil {
 				t.Errorf("restarting cluster node %d: %v\n%s", n, err, out)
 			}
 		})
@@ -132,7 +132,7 @@ func (r *clusterRun) start(t *testing.T, n int, env ...string) *instance {
 // of topic that it led, and returns how long that took from since.
 func waitLeaderMoves(t *testing.T, adm *kafka.AdminClient, topic string, partitions int, gone int, since time.Time) time.Duration {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := within(2 * time.Minute)
 	for {
 		moved := true
 		for p := range int32(partitions) {

@@ -63,7 +63,7 @@ func startConnect(t *testing.T, container string, connector map[string]string, e
 		}
 	}
 	w := &connectWorker{}
-	w.cmd = exec.Command("java", "-cp", javaClasspath(t), "org.apache.kafka.connect.cli.ConnectStandalone", workerFile, connFile)
+	w.cmd = command("java", "-cp", javaClasspath(t), "org.apache.kafka.connect.cli.ConnectStandalone", workerFile, connFile)
 	w.cmd.Stdout, w.cmd.Stderr = lockedWriter{&w.mu, &w.log}, lockedWriter{&w.mu, &w.log}
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func startConnect(t *testing.T, container string, connector map[string]string, e
 			go func() { w.cmd.Wait(); close(done) }()
 			select {
 			case <-done:
-			case <-time.After(30 * time.Second):
+			case <-time.After(scaled(30 * time.Second)):
 				w.cmd.Process.Kill()
 				<-done
 			}
@@ -96,7 +96,7 @@ func (w *connectWorker) output() string {
 // waitForLines waits until file holds n lines and returns them.
 func (w *connectWorker) waitForLines(t *testing.T, file string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := within(3 * time.Minute)
 	for {
 		lines := readLines(t, file)
 		if len(lines) >= n {

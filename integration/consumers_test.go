@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,7 +161,7 @@ transforms:
 	readAsWritten(t, "Go resolver", goLines, want)
 
 	// 2. offloader cat.
-	out, err := exec.Command(offloaderBinary(t), "cat", "-F", cfg).Output()
+	out, err := command(offloaderBinary(t), "cat", "-F", cfg).Output()
 	if err != nil {
 		t.Fatalf("offloader cat: %v", err)
 	}
@@ -192,7 +191,7 @@ transforms:
 		catLines = append(catLines, l)
 	}
 	readAsWritten(t, "offloader cat", catLines, want)
-	out, err = exec.Command(offloaderBinary(t), "cat", "-F", cfg, "-o", "offset:10", "--count", "4").Output()
+	out, err = command(offloaderBinary(t), "cat", "-F", cfg, "-o", "offset:10", "--count", "4").Output()
 	if err != nil {
 		t.Fatalf("offloader cat --from offset:10: %v", err)
 	}
@@ -200,7 +199,7 @@ transforms:
 		t.Errorf("--from offset:10 --count 4 printed %d lines, first %q", len(lines), lines[0])
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	if out, err := exec.Command(offloaderBinary(t), "cat", "-F", cfg, "-o", "time:"+future).Output(); err != nil || len(out) != 0 {
+	if out, err := command(offloaderBinary(t), "cat", "-F", cfg, "-o", "time:"+future).Output(); err != nil || len(out) != 0 {
 		t.Errorf("--from a future time: %v, %d bytes printed", err, len(out))
 	}
 
@@ -208,7 +207,7 @@ transforms:
 	// the minimal reader of the documented format (docs/pointer-format.md).
 	var pyLines []line
 	for _, example := range []string{"resolve_pointers.py", "minimal_reader.py"} {
-		cmd := exec.Command(python, "../docs/examples/"+example, bootstrap, slim,
+		cmd := command(python, "../docs/examples/"+example, bootstrap, slim,
 			"blob=azblob:"+container, "disk=file:"+root, "bucket=s3:"+bucket)
 		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr,
 			"AWS_ENDPOINT_URL="+s3Endpoint, "AWS_S3_ADDRESSING_STYLE=path")

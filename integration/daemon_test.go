@@ -43,7 +43,7 @@ func offloaderBinary(t testing.TB) string {
 			return
 		}
 		binary = filepath.Join(dir, "offloader")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/offloader").CombinedOutput()
+		out, err := command("go", "build", "-o", binary, "../cmd/offloader").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -87,7 +87,7 @@ func startOffloader(t testing.TB, args []string, env ...string) *daemon {
 // version's for the release guard), with args and env.
 func startBinary(t testing.TB, bin string, args []string, env ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := command(bin, args...)
 	d := &daemon{cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{d.mu, d.log}
 	cmd.Stderr = lockedWriter{d.mu, d.log}
@@ -407,7 +407,7 @@ func countObjects(root string) int {
 // waitForObjects waits until a filesystem store's root holds at least n objects.
 func waitForObjects(t *testing.T, root string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := within(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if countObjects(root) >= n {
 			return
@@ -532,7 +532,7 @@ func assertEachOnce(t testing.TB, got []*kafka.Message, n int, check func(i int,
 func TestDemoAgainstTheRealBroker(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out, err := exec.Command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
+	out, err := command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--records", "60", "--dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("offloader demo: %v\n%s", err, out)
 	}

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -142,7 +141,7 @@ func TestTheComposeServicesRunAPipelineFromNothing(t *testing.T) {
 	}
 
 	// topics: the Kafka image's kafka-topics.sh is the broker's own tool here.
-	if out, err := exec.Command(servicesScript, "install", "tools").CombinedOutput(); err != nil {
+	if out, err := command(servicesScript, "install", "tools").CombinedOutput(); err != nil {
 		t.Fatalf("install tools: %v\n%s", err, out)
 	}
 	tool := strings.Replace(topics.Entrypoint[0], "/opt/kafka/bin", filepath.Join(filepath.Dir(servicesScript), "..", ".cache", "bin"), 1)
@@ -150,13 +149,13 @@ func TestTheComposeServicesRunAPipelineFromNothing(t *testing.T) {
 	for _, a := range topics.Command {
 		args = append(args, replace.Replace(a))
 	}
-	if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+	if out, err := command(tool, args...).CombinedOutput(); err != nil {
 		t.Fatalf("the topics service: %v\n%s", err, out)
 	}
 	// init, then offloader, with the image's entrypoint.
 	entrypoint, cmd := dockerImage(t)
 	initArgs := described(t, append(slices.Clone(entrypoint), init.Command...), replace)
-	out, err := exec.Command(offloaderBinary(t), initArgs...).CombinedOutput()
+	out, err := command(offloaderBinary(t), initArgs...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "created topic "+prefix+".slim") {
 		t.Fatalf("the init service (offloader %v): %v\n%s", initArgs, err, out)
 	}
@@ -229,7 +228,7 @@ func TestTheStatefulSetsPodsShareThePartitions(t *testing.T) {
 	createTopic(t, prefix+".raw", 3, map[string]string{"max.message.bytes": "8388608"})
 	secret := []string{"KAFKA_BOOTSTRAP_SERVERS=" + bootstrap, "AZURE_STORAGE_CONNECTION_STRING=" + azureConnStr,
 		"OFFLOADER_OBSERVABILITY__ADMIN_TOKEN=" + adminToken}
-	check := exec.Command(offloaderBinary(t), "check", "-F", file, "--create-missing")
+	check := command(offloaderBinary(t), "check", "-F", file, "--create-missing")
 	check.Env = append(check.Environ(), secret...)
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("check --create-missing (step 5 of the guide): %v\n%s", err, out)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,7 +44,7 @@ func (d *daemon) waitExit(t testing.TB, timeout time.Duration) int {
 	select {
 	case <-done:
 		return d.cmd.ProcessState.ExitCode()
-	case <-time.After(timeout):
+	case <-time.After(scaled(timeout)):
 		// SIGQUIT makes the Go runtime print every goroutine's stack: the
 		// log then shows where the daemon is stuck.
 		d.cmd.Process.Signal(syscall.SIGQUIT)
@@ -66,7 +65,7 @@ var metricsAddress = regexp.MustCompile(`serving /metrics, /healthz, /readyz.*"a
 // 127.0.0.1:0, read from its start-up log.
 func (d *daemon) metricsURL(t testing.TB) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := within(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := metricsAddress.FindStringSubmatch(d.output()); m != nil {
 			return "http://" + m[1]
@@ -125,7 +124,7 @@ func metricSamples(t testing.TB, base, name string) []float64 {
 // waitForMetric waits until cond holds for the named metric.
 func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, timeout time.Duration) float64 {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for {
 		v := metric(t, base, name)
 		if cond(v) {
@@ -141,7 +140,7 @@ func waitForMetric(t *testing.T, base, name string, cond func(float64) bool, tim
 // waitReady waits until the daemon's /readyz answers 200: it holds partitions.
 func waitReady(t testing.TB, base string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for readyz(t, base) != http.StatusOK {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s/readyz did not answer 200 within %s", base, timeout)
@@ -170,15 +169,28 @@ func readyzBody(t testing.TB, base string) (int, string) {
 
 func setTopicConfig(t *testing.T, topic, name, value string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
-	res, err := newAdmin(t).IncrementalAlterConfigs(ctx, []kafka.ConfigResource{{
+	adm := newAdmin(t)
+	res, err := adm.IncrementalAlterConfigs(ctx, []kafka.ConfigResource{{
 		Type: kafka.ResourceTopic, Name: topic,
 		Config: []kafka.ConfigEntry{{Name: name, Value: value, IncrementalOperation: kafka.AlterOperationSet}},
 	}})
 	if err != nil || res[0].Error.Code() != kafka.ErrNoError {
 		t.Fatalf("setting %s=%s on %s: %v %v", name, value, topic, err, res)
 	}
+	// The broker applies a dynamic config from its metadata, where
+	// DescribeConfigs reads it: once it reads back, the topic's log has it.
+	var got string
+	for deadline := within(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		desc, err := adm.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
+		if err == nil && len(desc) == 1 {
+			if got = desc[0].Config[name].Value; got == value {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s of %s reads %q, not the %q set, 30 s on", name, topic, got, value)
 }
 
 // services runs scripts/services.sh (stop|start azurite) as the test suite's
@@ -188,7 +200,7 @@ func services(t *testing.T, action, service string) {
 	if servicesScript == "" {
 		t.Fatal("TEST_SERVICES_SCRIPT is not set: this test stops and starts Azurite with scripts/services.sh; run it with `make test`")
 	}
-	out, err := exec.Command("bash", servicesScript, action, service).CombinedOutput()
+	out, err := command("bash", servicesScript, action, service).CombinedOutput()
 	if err != nil {
 		t.Fatalf("services.sh %s %s: %v\n%s", action, service, err, out)
 	}
@@ -219,7 +231,6 @@ func TestAbortMidBatchLeavesNoDuplicatesOrGaps(t *testing.T) {
 	// in 40,000 bytes, record 151 alone (50,000 bytes, inline under the 64 KiB
 	// threshold) does not.
 	setTopicConfig(t, slim, "max.message.bytes", "40000")
-	time.Sleep(time.Second) // let the broker apply the dynamic config
 	recs := numberedRecords(400, 1, 0, 0, 100)
 	recs[151].value = append(recs[151].value, make([]byte, 49900)...)
 	produceRecords(t, raw, recs)
@@ -388,7 +399,7 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	pausedAt := metric(t, base, "offloader_records_out_total")
 	// Probed through a store budget of retries, /readyz never flaps.
 	probes, ready := 0, 0
-	for end := time.Now().Add(budget); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	for end := within(budget); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		code, body := readyzBody(t, base)
 		probes++
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, `paused: store "payloads" unavailable since `) {

@@ -94,7 +94,7 @@ func (p *faultProxy) up(t testing.TB) {
 	t.Helper()
 	var ln net.Listener
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := within(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if ln, err = net.Listen("tcp", p.addr); err == nil {
 			break
 		}

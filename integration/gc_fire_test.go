@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +72,7 @@ func TestGCUnderFire(t *testing.T) {
 	every(700*time.Millisecond, func() {
 		// Retention: every record older than 10 s goes (longer than the
 		// grace, so that payloads past the grace stay referenced).
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 		defer cancel()
 		req := map[kafka.TopicPartition]kafka.OffsetSpec{}
 		for p := range int32(partitions) {
@@ -96,7 +95,7 @@ func TestGCUnderFire(t *testing.T) {
 	var gcMu sync.Mutex
 	var runs, stopped, deleted int64
 	every(100*time.Millisecond, func() {
-		out, err := exec.Command(offloaderBinary(t), "gc", "-F", cfg, "--grace", gcGrace.String(), "--output", "json").Output()
+		out, err := command(offloaderBinary(t), "gc", "-F", cfg, "--grace", gcGrace.String(), "--output", "json").Output()
 		var rep gcReport
 		if len(out) > 0 && json.Unmarshal(out, &rep) != nil {
 			t.Errorf("gc printed no report: %s", out)
@@ -124,7 +123,7 @@ func TestGCUnderFire(t *testing.T) {
 	// the instances catch up.
 	close(done)
 	wg.Wait()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := within(2 * time.Minute)
 	for sum(committedByPartition(t, bootstrap, group, raw)) < int64(n) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the group committed %d of %d records", sum(committedByPartition(t, bootstrap, group, raw)), n)
@@ -180,7 +179,7 @@ func lostPayloads(t *testing.T, admin *kafka.AdminClient, s stores.Store, topic 
 	}
 	var missing []*kafka.Message
 	ends := map[int32]bool{}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	for deadline := within(30 * time.Second); time.Now().Before(deadline); {
 		switch ev := c.Poll(100).(type) {
 		case *kafka.Message:
 			p, err := pointer.Decode(ev.Value)
@@ -199,7 +198,7 @@ func lostPayloads(t *testing.T, admin *kafka.AdminClient, s stores.Store, topic 
 	}
 	var lost []string
 	for _, m := range missing {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 		res, err := admin.ListOffsets(ctx, map[kafka.TopicPartition]kafka.OffsetSpec{{Topic: &topic, Partition: m.TopicPartition.Partition}: kafka.EarliestOffsetSpec})
 		cancel()
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -117,7 +116,7 @@ func TestGCStopsWhenTheLogStartPassesItsReader(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 			_, err := admin.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &w.slim, Partition: 0, Offset: kafka.Offset(low)}})
 			cancel()
 			if err != nil {
@@ -172,7 +171,7 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 			for range p.Events() {
 			}
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 		defer cancel()
 		if err := p.InitTransactions(ctx); err != nil {
 			t.Fatal(err)
@@ -193,7 +192,7 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	if err := committer.CommitTransaction(ctx); err != nil {
 		t.Fatal(err)
@@ -212,7 +211,7 @@ func TestGCKeepsWhatAnOpenTransactionHides(t *testing.T) {
 	if s := rep.Sweeps[0]; s.Deleted.Objects != 1 || s.Deleted.Examples[0] != "gcopen/orphan" || s.Uncommitted.Objects != 51 {
 		t.Errorf("sweep: deleted %+v, uncommitted %d; want the orphan deleted and 51 kept", s.Deleted, s.Uncommitted.Objects)
 	}
-	out, err := exec.Command(offloaderBinary(t), "gc", "-F", w.cfg, "--grace", gcGrace.String(), "--dry-run").CombinedOutput()
+	out, err := command(offloaderBinary(t), "gc", "-F", w.cfg, "--grace", gcGrace.String(), "--dry-run").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "waiting on a transaction open on "+w.slim+"[0] from offset 0 (high watermark 52)") ||
 		!strings.Contains(string(out), "describe-producers --topic "+w.slim+" --partition 0") {
 		t.Errorf("gc's summary does not name the open transaction (%v):\n%s", err, out)
@@ -244,7 +243,7 @@ func TestGCKeepsAnotherPipelinesPayloadsOfTheSameName(t *testing.T) {
 			recs = append(recs, sourceRecord{key: fmt.Appendf(nil, "%d", i), value: bytes.Repeat([]byte{byte(i)}, 100<<10)})
 		}
 		produceRecords(t, tm.raw, recs)
-		if out, err := exec.Command(offloaderBinary(t), "run", "-F", tm.cfg, "--until-end").CombinedOutput(); err != nil {
+		if out, err := command(offloaderBinary(t), "run", "-F", tm.cfg, "--until-end").CombinedOutput(); err != nil {
 			t.Fatalf("run: %v\n%s", err, out)
 		}
 		teams = append(teams, tm)
@@ -314,7 +313,7 @@ func TestGCKeepsKeysAListingShouldNotHaveReturned(t *testing.T) {
 			t.Errorf("%s: %v, want it kept", key, err)
 		}
 	}
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "the listing returned a key outside the prefix asked for") {
 		t.Errorf("check passed a listing that ignores its prefix (%v):\n%s", err, out)
 	}
@@ -336,7 +335,7 @@ func TestMalformedPointersAreDeadLettered(t *testing.T) {
 		{key: []byte("2"), value: forged.Encode(), headers: marked},
 		{key: []byte("3"), value: bytes.Repeat([]byte("b"), 100<<10)},
 	})
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	dead := readToEnd(t, w.dead)
@@ -385,7 +384,7 @@ func TestGCKeepsPayloadsOfPointersOnTheRawTopicAndInsideWholeRecords(t *testing.
 	}
 	bigKey := bytes.Repeat([]byte("k"), 2<<20)
 	produceRecords(t, w.raw, []sourceRecord{{key: bigKey, value: first.Value, headers: kafkaHeaders(first.Headers)}})
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", w.cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	// Record 1: a pointer the daemon has not read yet.

@@ -65,7 +65,7 @@ func runGC(t *testing.T, cfg string, args ...string) (int, gcReport, string) {
 // runGCWith is runGC with env added to the process's environment.
 func runGCWith(t *testing.T, env []string, cfg string, args ...string) (int, gcReport, string) {
 	t.Helper()
-	cmd := exec.Command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--output", "json"}, args...)...)
+	cmd := command(offloaderBinary(t), append([]string{"gc", "-F", cfg, "--output", "json"}, args...)...)
 	cmd.Env = append(cmd.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -186,7 +186,7 @@ func readToEnd(t testing.TB, topic string) []*kafka.Message {
 	}
 	var out []*kafka.Message
 	done := map[int32]bool{}
-	for deadline := time.Now().Add(time.Minute); len(done) < len(tps); {
+	for deadline := within(time.Minute); len(done) < len(tps); {
 		if time.Now().After(deadline) {
 			t.Fatalf("reading %s to its end took over a minute", topic)
 		}
@@ -214,7 +214,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 	for _, kind := range []string{"filesystem", "azblob", "s3"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
 			defer cancel()
 			storeYAML, store, _ := testStore(t, ctx, kind)
 			raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
@@ -239,7 +239,7 @@ func TestGCDeletesExactlyTheUnreferencedPayloads(t *testing.T) {
 			cfg := gcPipelineFile(t, "gc", raw, slim, uniqueName(t, "g"), storeYAML, "", "    errors: {dead_letter_topic: "+dead+", store_budget: 2s}")
 			cluster := clusterID(t, bootstrap)
 			writer := stores.Metadata{stores.MetaWriter: "gc@" + slim, stores.MetaCluster: cluster}
-			if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+			if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run: %v\n%s", err, out)
 			}
 			prefix := "gc/" + cluster + "/" + raw + "/"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -38,9 +37,9 @@ func guideScript(t *testing.T, file string) string {
 // and returns its output; a failing command fails the test.
 func runGuide(t *testing.T, file string, replace *strings.Replacer) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(6*time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", replace.Replace(guideScript(t, file)))
+	cmd := commandContext(ctx, "bash", "-c", replace.Replace(guideScript(t, file)))
 	cmd.Dir = ".." // the repository's root, where the guides start
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Dir(offloaderBinary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func TestTwoClustersShareOneStore(t *testing.T) {
 	for _, kind := range []string{"filesystem", "azblob", "s3"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), scaled(3*time.Minute))
 			defer cancel()
 			storeYAML, store, age := testStore(t, ctx, kind)
 			raw, slim := uniqueName(t, "raw"), uniqueName(t, "slim")
@@ -57,7 +56,7 @@ func TestTwoClustersShareOneStore(t *testing.T) {
 					recs = append(recs, sourceRecord{key: fmt.Appendf(nil, "%d", i), value: v})
 				}
 				produceRecordsOn(t, bs, raw, recs)
-				cmd := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end")
+				cmd := command(offloaderBinary(t), "run", "-F", cfg, "--until-end")
 				cmd.Env = append(cmd.Environ(), env(bs)...)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("run on %s: %v\n%s", bs, err, out)
@@ -126,11 +125,11 @@ func TestGCKeepsPayloadsOfAStoreUnderAnotherName(t *testing.T) {
 			fmt.Sprintf("      old: {type: filesystem, root: %q}\n      payloads: {type: filesystem, root: %q, gc: true}", root, root+"/"), "", "errors: {store_budget: 2s}")
 		for i, cfg := range []string{v1, v2} {
 			produceRecords(t, raw, bigRecords(5, i))
-			if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+			if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 				t.Fatalf("run v%d: %v\n%s", i+1, err, out)
 			}
 		}
-		out, err := exec.Command(offloaderBinary(t), "validate", "-F", v2).CombinedOutput()
+		out, err := command(offloaderBinary(t), "validate", "-F", v2).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `note: stores "old" of pipeline renamed (`+v2+`), "payloads" of pipeline renamed (`+v2+`) are one physical store (filesystem:`+root+`)`) {
 			t.Errorf("validate: %v\n%s", err, out)
 		}
@@ -150,7 +149,7 @@ func TestGCKeepsPayloadsOfAStoreUnderAnotherName(t *testing.T) {
 			recs[i].headers = []kafka.Header{{Key: "tenant", Value: []byte("a")}}
 		}
 		produceRecords(t, raw, recs)
-		if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+		if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 			t.Fatalf("run: %v\n%s", err, out)
 		}
 		stores := map[string]int{}
@@ -221,7 +220,7 @@ func TestAnotherWritersObjectAtTheKeyDeadLettersTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceRecords(t, raw, bigRecords(3, 0))
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if got := readToEnd(t, slim); len(got) != 2 {

@@ -61,7 +61,7 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, url).file(t)
 		}
 	}
 	produceRecords(t, raw, recs)
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := within(5 * time.Minute)
 	for {
 		committed := committedByPartition(t, bootstrap, group, raw)
 		done := 0

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,7 +38,7 @@ func javaClasspath(t testing.TB) string {
 	t.Helper()
 	javaOnce.Do(func() {
 		dir := "../clients/java"
-		cmd := exec.Command("mvn", "-B", "-Dstyle.color=never", "-f", dir+"/pom.xml", "verify", "dependency:build-classpath",
+		cmd := command("mvn", "-B", "-Dstyle.color=never", "-f", dir+"/pom.xml", "verify", "dependency:build-classpath",
 			"-Dmdep.outputFile=target/test-classpath.txt", "-Dmdep.includeScope=test")
 		out, err := cmd.CombinedOutput()
 		javaBuild = string(out)
@@ -92,7 +91,7 @@ func interopTool(t *testing.T, args ...string) []string {
 // returns its standard output.
 func javaRun(t *testing.T, class string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("java", append([]string{"-cp", javaClasspath(t), class}, args...)...)
+	cmd := command("java", append([]string{"-cp", javaClasspath(t), class}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -210,14 +209,14 @@ func TestGoCatAndPythonReadWhatJavaWrites(t *testing.T) {
 	}
 	readAsWritten(t, "Go resolver", goLines, written)
 
-	out, err := exec.Command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "blob=azblob:"+azureConnStr+"|"+container).Output()
+	out, err := command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "blob=azblob:"+azureConnStr+"|"+container).Output()
 	if err != nil {
 		t.Fatalf("offloader cat: %v", err)
 	}
 	readAsWritten(t, "offloader cat", parseLines(t, "offloader cat", out), written)
 
 	python := pythonEnv(t)
-	cmd := exec.Command(python, "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
+	cmd := command(python, "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -335,7 +334,7 @@ func TestForgedPointersAreRefusedAlikeOnTheBroker(t *testing.T) {
 	// offloader cat: a record that does not resolve is printed with its
 	// error (and the listing exits 1 at the end).
 	catClass := map[string]string{}
-	out, err := exec.Command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "payloads=azblob:"+azureConnStr+"|"+container).Output()
+	out, err := command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "--store", "payloads=azblob:"+azureConnStr+"|"+container).Output()
 	if exitCode(err) != 1 {
 		t.Errorf("offloader cat of the forged records: exit %d, want 1", exitCode(err))
 	}
@@ -403,7 +402,7 @@ func TestTheMinimalPythonReaderRefusesTheVectorsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "-c", pythonVectors)
+	cmd := command(python, "-c", pythonVectors)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -430,7 +429,7 @@ func openAzurite(t *testing.T, container string) stores.Store {
 	t.Helper()
 	cfg := azblob.DefaultConfig()
 	cfg.ConnectionString, cfg.Container, cfg.CreateContainer = azureConnStr, container, true
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	s, err := azblob.Open(ctx, "blob", cfg)
 	if err != nil {

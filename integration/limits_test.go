@@ -31,7 +31,7 @@ stores: {payloads: {type: filesystem, root: %q}}
 transforms: [{type: offload, store: payloads, threshold: 64KiB}]
 `, retry, dead, t.TempDir()).file(t)
 
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if code := exitCode(err); code != 1 {
 		t.Fatalf("check exit code %d, want 1:\n%s", code, out)
 	}
@@ -90,7 +90,7 @@ kafka: {producer: {message.max.bytes: 8388608}}
 errors: {dead_letter_topic: %s}
 `, dead).file(t)
 	bin := offloaderBinary(t)
-	out, err := exec.Command(bin, "check", "-F", cfg, "--create-missing").CombinedOutput()
+	out, err := command(bin, "check", "-F", cfg, "--create-missing").CombinedOutput()
 	if code := exitCode(err); code != 0 {
 		t.Fatalf("check --create-missing exit code %d:\n%s", code, out)
 	}
@@ -102,7 +102,7 @@ errors: {dead_letter_topic: %s}
 	// No offload step: the slim topic gets source-size records, the
 	// dead-letter topic those plus error headers.
 	for topic, want := range map[string]string{slim: "4194365", dead: "4196413"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 		res, err := newAdmin(t).DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
 		cancel()
 		if err != nil {
@@ -116,7 +116,7 @@ errors: {dead_letter_topic: %s}
 			t.Errorf("%s: %d partitions, want 3 (%v)", topic, len(md.Topics[topic].Partitions), err)
 		}
 	}
-	if out, err := exec.Command(bin, "check", "-F", cfg).CombinedOutput(); exitCode(err) != 0 {
+	if out, err := command(bin, "check", "-F", cfg).CombinedOutput(); exitCode(err) != 0 {
 		t.Errorf("second check exit %d:\n%s", exitCode(err), out)
 	}
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ func TestCheckCreatesNothingWhileTheSourceIsMissing(t *testing.T) {
 	cfg := newPipeline(t, "early", raw, slim, "g").with(t, `
 errors: {dead_letter_topic: %s}
 `, dead).file(t)
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "source topic "+raw+" does not exist, so nothing was created") {
 		t.Fatalf("check --create-missing exit code %d:\n%s", code, out)
 	}

@@ -10,13 +10,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/offloader/offloader/internal/slowdown"
 )
 
 var (
@@ -44,6 +48,8 @@ func TestMain(m *testing.M) {
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		os.Setenv(k, v)
 	}
+	f, from := slowdown.Factor()
+	fmt.Fprintf(os.Stderr, "integration: waits last %.1f times as long as on a quiet machine (%s; set %s to choose)\n", f, from, slowdown.Env)
 	if err := waitForBroker(60 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "Kafka at %s does not answer: %v\n", bootstrap, err)
 		os.Exit(1)
@@ -55,6 +61,30 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// command is exec.Command for a process a test starts: it is killed when
+// the test process ends, whatever ends it (a failure, a panic, the
+// package's timeout), so that nothing a test started outlives the run.
+func command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// commandContext is command, killed when ctx ends too.
+func commandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// within is the deadline of a wait that takes at most d on a quiet machine:
+// d made as much longer as this machine is slower (internal/slowdown), so a
+// loaded machine waits longer instead of failing.
+func within(d time.Duration) time.Time { return time.Now().Add(scaled(d)) }
+
+// scaled is d made as much longer as this machine is slower.
+func scaled(d time.Duration) time.Duration { return slowdown.Scale(d) }
 
 // deleteTestTopics deletes the topics the tests made (all named it-...), so
 // that a broker that outlives the run does not keep them.
@@ -77,7 +107,7 @@ func deleteTestTopics() {
 	if len(topics) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	if _, err := admin.DeleteTopics(ctx, topics); err != nil {
 		fmt.Fprintf(os.Stderr, "deleting the %d test topics: %v\n", len(topics), err)
@@ -91,7 +121,7 @@ func waitForBroker(timeout time.Duration) error {
 		return err
 	}
 	defer admin.Close()
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for {
 		md, err := admin.GetMetadata(nil, true, 5000)
 		if err == nil && len(md.Brokers) > 0 {
@@ -143,7 +173,7 @@ func createTopic(t testing.TB, name string, partitions int, config map[string]st
 func createTopicOn(t testing.TB, bs, name string, partitions, replicas int, config map[string]string) {
 	t.Helper()
 	admin := newAdminOn(t, bs)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{
 		Topic: name, NumPartitions: partitions, ReplicationFactor: replicas, Config: config,
@@ -207,7 +237,7 @@ func consumeFrom(t testing.TB, bs, topic, isolation string, want int, timeout ti
 		t.Fatal(err)
 	}
 	var out []*kafka.Message
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for time.Now().Before(deadline) {
 		if len(out) == want {
 			deadline = time.Now().Add(2 * time.Second)
@@ -229,7 +259,7 @@ func consumeFrom(t testing.TB, bs, topic, isolation string, want int, timeout ti
 // offloaded payload's key under its prefix, and its cluster metadata.
 func clusterID(t testing.TB, bs string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	id, err := newAdminOn(t, bs).ClusterID(ctx)
 	if err != nil || id == "" {

@@ -57,7 +57,7 @@ func largeRecordRun(t testing.TB, smallRecords int, measure bool) {
 	d := startDaemon(t, cfg)
 	waitCommitted := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
+		deadline := within(2 * time.Minute)
 		for committedTotal(t, bootstrap, group, raw) < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("fewer than %d records committed after 2 minutes:\n%s", n, d.output())
@@ -113,7 +113,7 @@ func measureLargeRecord(t testing.TB, d *daemon, before, highBefore, budget int6
 	// Go returns freed heap to the system in the background: wait for the
 	// resident figure (state, not time), up to a deadline.
 	var after int64
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := within(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if after = residentBytes(t, d.cmd.Process.Pid); after <= before+budget {
 			break
 		}
@@ -187,7 +187,7 @@ func headerHeavyPeak(t testing.TB, budget int64, records int) int64 {
 	}
 	produceRecords(t, raw, recs)
 	d := startDaemon(t, cfg)
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := within(3 * time.Minute)
 	for committedTotal(t, bootstrap, group, raw) < int64(records) {
 		if time.Now().After(deadline) {
 			t.Fatalf("fewer than %d records committed after 3 minutes", records)

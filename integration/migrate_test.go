@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 	if n := len(consumeAll(t, slim, len(recs), 3*time.Second)); n >= len(recs) {
 		t.Fatalf("the kills came after the migration was done (%d records); the test proves nothing", n)
 	}
-	out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the last migrate: %v\n%s", err, out)
 	}
@@ -111,7 +110,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 		}
 	})
 	// Running it again finds nothing to do, and parity still holds.
-	out, err = exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
+	out, err = command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 records committed; every assigned partition reached its end offset") ||
 		!strings.Contains(string(out), "parity OK") {
 		t.Errorf("migrate after the end: %v\n%s", err, out)
@@ -128,7 +127,7 @@ func TestParityCatchesPlantedFaults(t *testing.T) {
 	recs := historyRecords(60, 2)
 	produceRecords(t, raw, recs)
 	cfg, slim, root := migrationPipeline(t, raw, 2)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
+	if out, err := command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	// A payload altered, its size kept: only --deep can tell.
@@ -146,7 +145,7 @@ func TestParityCatchesPlantedFaults(t *testing.T) {
 	b[len(b)/2] ^= 0xff
 	os.WriteFile(altered, b, 0o640)
 	verify := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "verify", "-F", cfg}, args...)...).CombinedOutput()
+		out, err := command(offloaderBinary(t), append([]string{"migrate", "verify", "-F", cfg}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	if code, out := verify(); code != 0 {
@@ -159,7 +158,7 @@ func TestParityCatchesPlantedFaults(t *testing.T) {
 	}
 	// A slim record gone: delete the first records of slim partition 0.
 	admin := newAdmin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	res, err := admin.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &slim, Partition: 0, Offset: 2}})
 	if err != nil || res.DeleteRecordsResults[0].TopicPartition.Error != nil {
@@ -189,7 +188,7 @@ func slimGroupStart(t *testing.T, group, slim string, partitions int) map[int32]
 	for p := range int32(partitions) {
 		first[p] = -1
 	}
-	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); {
+	for deadline := within(8 * time.Second); time.Now().Before(deadline); {
 		m, err := c.ReadMessage(200 * time.Millisecond)
 		if err != nil {
 			continue
@@ -257,12 +256,12 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 	recs := historyRecords(80, 2) // 40 per partition
 	produceRecords(t, raw, recs)
 	cfg, slim, _ := migrationPipeline(t, raw, 2)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg, "--no-verify").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "migrate", "-F", cfg, "--no-verify").CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	translate := func(args ...string) (int, string) {
 		// A short quiet window: TestTranslationRefusesAGroupThatCommitsWithoutJoining tests the window.
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--quiet", "1s"}, args...)...).CombinedOutput()
+		out, err := command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--quiet", "1s"}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, tc := range []struct {
@@ -302,7 +301,7 @@ func TestTranslateOffsetsMovesGroupsExactly(t *testing.T) {
 	}
 	defer c.Close()
 	c.Subscribe(raw, nil)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+	for deadline := within(20 * time.Second); time.Now().Before(deadline); {
 		c.Poll(200)
 		if a, _ := c.Assignment(); len(a) > 0 {
 			break
@@ -326,7 +325,7 @@ func TestAnalyzeReportsExactFigures(t *testing.T) {
 		recs = append(recs, sourceRecord{partition: int32(i % 2), key: []byte("k"), value: bytes.Repeat([]byte{'x'}, (i+1)*10<<10)})
 	}
 	produceRecords(t, raw, recs)
-	out, err := exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", raw, "--threshold", "500KiB", "--output", "json", "--top", "2").Output()
+	out, err := command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", raw, "--threshold", "500KiB", "--output", "json", "--top", "2").Output()
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}
@@ -390,7 +389,7 @@ func listEnds(t testing.TB, admin *kafka.AdminClient, topic string, partitions i
 	for p := range int32(partitions) {
 		req[kafka.TopicPartition{Topic: &topic, Partition: p}] = kafka.LatestOffsetSpec
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	res, err := admin.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(level))
 	if err != nil {

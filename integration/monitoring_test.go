@@ -225,7 +225,7 @@ func liveSeries(t *testing.T) map[string]map[string]bool {
 	base := d.metricsURL(t)
 	consumeAll(t, slim, len(recs)-1, 60*time.Second)
 	consumeAll(t, dead, 1, 30*time.Second)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := within(30 * time.Second)
 	for {
 		series := scrape(t, base)
 		if series["offloader_consumer_lag_records"] != nil && series["offloader_dead_lettered_records_total"]["class"] &&

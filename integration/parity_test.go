@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,12 +32,12 @@ func TestParityAgreesWithAnIndependentCheckAndCatchesASwap(t *testing.T) {
 	recs = append(recs, historyRecords(6, partitions)...)
 	produceRecords(t, raw, recs)
 	cfg, slim, _ := migrationPipeline(t, raw, partitions)
-	out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "parity OK: 2 partitions") {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	verify := func(cfg string, env ...string) (int, string) {
-		cmd := exec.Command(offloaderBinary(t), "migrate", "verify", "-F", cfg)
+		cmd := command(offloaderBinary(t), "migrate", "verify", "-F", cfg)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		return exitCode(err), string(out)
@@ -153,7 +152,7 @@ func copySlim(t *testing.T, topic string, byPartition map[int32][]*kafka.Message
 			n++
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(time.Minute))
 	defer cancel()
 	for range n {
 		select {

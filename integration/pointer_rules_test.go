@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,7 +99,7 @@ func TestGoAndPythonReadersAgreeOnPointers(t *testing.T) {
 		in = append(in, wire{Value: base64.StdEncoding.EncodeToString(c.value), Headers: c.headers})
 	}
 	stdin, _ := json.Marshal(in)
-	cmd := exec.Command(python, "-c", pythonVerdicts, "../docs/examples", root)
+	cmd := command(python, "-c", pythonVerdicts, "../docs/examples", root)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

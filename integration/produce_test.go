@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ func TestDemoProducesTestRecordsToATopic(t *testing.T) {
 	t.Parallel()
 	topic := uniqueName(t, "raw")
 	createTopic(t, topic, 3, map[string]string{"max.message.bytes": "8388608"})
-	out, err := exec.Command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--produce-to", topic,
+	out, err := command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--produce-to", topic,
 		"--records", "60", "--sizes", "100,2KiB,3MiB").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "produced 60 records (") {
 		t.Fatalf("demo --produce-to: %v\n%s", err, out)
@@ -49,7 +48,7 @@ func TestDemoProducesTestRecordsToATopic(t *testing.T) {
 
 	small := uniqueName(t, "raw")
 	createTopic(t, small, 1, map[string]string{"max.message.bytes": "1048576"})
-	out, err = exec.Command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--produce-to", small,
+	out, err = command(offloaderBinary(t), "demo", "--brokers", bootstrap, "--produce-to", small,
 		"--records", "6", "--sizes", "1KiB,2MiB").CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "3 of 6 records were refused; the first: 2097152 bytes to "+small) ||
 		!strings.Contains(string(out), "--entity-name "+small+" --add-config max.message.bytes=16777216") {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ import (
 // clients/python installed with pip, and pytest.
 func pythonEnv(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("../scripts/python-env.sh").Output()
+	out, err := command("../scripts/python-env.sh").Output()
 	if err != nil {
 		t.Fatalf("scripts/python-env.sh: %v", err)
 	}
@@ -42,7 +41,7 @@ func pythonEnv(t testing.TB) string {
 // skipped), against the package as pip installed it.
 func TestThePythonPackagePasses(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(pythonEnv(t), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests")
+	cmd := command(pythonEnv(t), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests")
 	cmd.Dir = "../clients/python"
 	cmd.Env = append(os.Environ(), "TEST_KAFKA_BOOTSTRAP="+bootstrap, "TEST_AZURE_CONNECTION_STRING="+azureConnStr, "TEST_S3_ENDPOINT="+s3Endpoint)
 	out, err := cmd.CombinedOutput()
@@ -103,7 +102,7 @@ func TestGoAndJavaReadWhatPythonWrites(t *testing.T) {
 				javaSettings = javaStore(where)
 			} else {
 				cfg := s3Config(t)
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 				defer cancel()
 				s, err := s3.Open(ctx, "blob", cfg)
 				if err != nil {
@@ -115,7 +114,7 @@ func TestGoAndJavaReadWhatPythonWrites(t *testing.T) {
 					"s3.region=us-east-1", "s3.path.style=true", "large.message.store.name=blob"}
 			}
 			const n = 21
-			cmd := exec.Command(python, "-c", pythonWrite, bootstrap, topic, kind, where, strconv.Itoa(n))
+			cmd := command(python, "-c", pythonWrite, bootstrap, topic, kind, where, strconv.Itoa(n))
 			cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr, "AWS_ENDPOINT_URL="+s3Endpoint)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -180,7 +179,7 @@ func TestPythonReadsWhatTheGoSerializerWrites(t *testing.T) {
 			t.Fatal(m.TopicPartition.Error)
 		}
 	}
-	cmd := exec.Command(pythonEnv(t), "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
+	cmd := command(pythonEnv(t), "../docs/examples/resolve_pointers.py", bootstrap, topic, "blob=azblob:"+container)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -276,7 +275,7 @@ func TestSchemaRegistryAvroValuesThroughTheDaemon(t *testing.T) {
 	storeYAML := fmt.Sprintf("      payloads: {type: azblob, container: %s, connection_string: %q}", container, azureConnStr)
 	d := startDaemon(t, pipelineFile(t, "avro", raw, slim, uniqueName(t, "g"), storeYAML, ""))
 	const n = 20
-	cmd := exec.Command(python, "-c", pythonAvro, bootstrap, raw, slim, container, strconv.Itoa(n))
+	cmd := command(python, "-c", pythonAvro, bootstrap, raw, slim, container, strconv.Itoa(n))
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+azureConnStr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -405,7 +404,7 @@ func TestPythonAndTheHTTPStore(t *testing.T) {
 		goSums = append(goSums, fmt.Sprintf("%x", sha256.Sum256(value)))
 	}
 	in, _ := json.Marshal(goPointers)
-	cmd := exec.Command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "roundtrip")
+	cmd := command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "roundtrip")
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -437,7 +436,7 @@ func TestPythonAndTheHTTPStore(t *testing.T) {
 	}
 
 	srv.RedirectPuts(http.StatusFound)
-	out, err = exec.Command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "redirect").Output()
+	out, err = command(python, "-c", pythonHTTP, srv.URL, httpstoretest.Token, "redirect").Output()
 	if err != nil {
 		t.Fatalf("python HTTP store, redirected: %v", err)
 	}

@@ -38,7 +38,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 			produceRecords(t, raw, recs[:10])
 
 			srv.RedirectPuts(code)
-			out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput()
+			out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput()
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "does not keep what it is given") ||
 				!strings.Contains(string(out), "follows no redirect") {
 				t.Fatalf("run on a redirecting store: %v\n%s\nwant exit 1, the probe's failure named", err, out)
@@ -58,7 +58,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 			}
 			srv.RedirectPuts(0) // fixed
 			waitForMetric(t, d.metricsURL(t), "offloader_paused", func(v float64) bool { return v == 0 }, 2*time.Minute)
-			for deadline := time.Now().Add(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
+			for deadline := within(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the group committed %d of 20 records 2 minutes after the redirects stopped", sum(committedByPartition(t, bootstrap, group, raw)))
 				}
@@ -120,7 +120,7 @@ func TestVerifiedWritesCommitNoPointerToALyingStore(t *testing.T) {
 	}
 	srv.DropPuts(false)
 	waitForMetric(t, d.metricsURL(t), "offloader_paused", func(v float64) bool { return v == 0 }, 2*time.Minute)
-	for deadline := time.Now().Add(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
+	for deadline := within(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the group committed %d of 20 records 2 minutes after the store kept writes again", sum(committedByPartition(t, bootstrap, group, raw)))
 		}

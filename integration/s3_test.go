@@ -39,7 +39,7 @@ func TestS3Conformance(t *testing.T) {
 	cfg := s3Config(t)
 	cfg.SinglePutMax = 5 * settings.MiB
 	cfg.PartSize = 5 * settings.MiB
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	s, err := s3.Open(ctx, "s3", cfg)
 	if err != nil {
@@ -89,7 +89,7 @@ func TestS3GetTriesABodyCutShortAgain(t *testing.T) {
 	p := &cuttingProxy{key: "cut/body"}
 	cfg := s3Config(t)
 	cfg.Endpoint = p.start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	s, err := s3.Open(ctx, "s3", cfg)
 	if err != nil {

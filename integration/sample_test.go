@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +32,7 @@ func TestSampleReadsTheLastRecordsOfATransactionalTopic(t *testing.T) {
 		for range p.Events() {
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(time.Minute))
 	defer cancel()
 	if err := p.InitTransactions(ctx); err != nil {
 		t.Fatal(err)
@@ -76,7 +75,7 @@ func TestSampleReadsTheLastRecordsOfATransactionalTopic(t *testing.T) {
 		want[part] = offsets[len(offsets)-n:]
 	}
 
-	out, err := exec.Command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "-o", fmt.Sprint(-n), "-f", `%p %o\n`).Output()
+	out, err := command(offloaderBinary(t), "cat", "-b", bootstrap, "-t", topic, "-o", fmt.Sprint(-n), "-f", `%p %o\n`).Output()
 	if err != nil {
 		t.Fatalf("cat -o -%d: %v\n%s", n, err, out)
 	}
@@ -95,7 +94,7 @@ func TestSampleReadsTheLastRecordsOfATransactionalTopic(t *testing.T) {
 		}
 	}
 
-	out, err = exec.Command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", topic, "--sample", fmt.Sprint(n), "--output", "json").Output()
+	out, err = command(offloaderBinary(t), "analyze", "-b", bootstrap, "-t", topic, "--sample", fmt.Sprint(n), "--output", "json").Output()
 	if err != nil {
 		t.Fatalf("analyze --sample %d: %v\n%s", n, err, out)
 	}
@@ -148,15 +147,15 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB, if: {type: has_header, name: offload}}
 `, t.TempDir()).file(t)
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "2 of the 10 records sampled from "+raw) ||
 		!strings.Contains(string(out), raw+"[1]@2") || !strings.Contains(string(out), raw+"[0]@4") {
 		t.Errorf("check: exit %d, want 1 naming %s[1]@2 and %s[0]@4 (records 5 and 8)\n%s", exitCode(err), raw, raw, out)
 	}
-	if out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--sample", "0").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "check", "-F", cfg, "--sample", "0").CombinedOutput(); err != nil {
 		t.Errorf("check --sample 0 (the if: not tried): %v\n%s", err, out)
 	}
-	out, err = exec.Command(offloaderBinary(t), "analyze", "-F", cfg, "--output", "json").Output()
+	out, err = command(offloaderBinary(t), "analyze", "-F", cfg, "--output", "json").Output()
 	if err != nil {
 		t.Fatalf("analyze: %v\n%s", err, out)
 	}

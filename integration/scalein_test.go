@@ -83,7 +83,7 @@ observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: console}
 // offsets sum to n), or fails after timeout.
 func waitCommitted(t *testing.T, group, topic string, n int64, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := within(timeout)
 	for {
 		got := sum(committedByPartition(t, bootstrap, group, topic))
 		if got >= n {
@@ -99,7 +99,7 @@ func waitCommitted(t *testing.T, group, topic string, n int64, timeout time.Dura
 // groupInstances are the group.instance.ids of group's members.
 func groupInstances(t *testing.T, group string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	res, err := newAdmin(t).DescribeConsumerGroups(ctx, []string{group})
 	if err != nil {

@@ -266,7 +266,7 @@ func assertCopyOf(t *testing.T, source, got []*kafka.Message, n int, check func(
 func flowing(t *testing.T, bs, group, topic string, partitions int, since map[int32]int64, timeout time.Duration, live ...*instance) time.Duration {
 	t.Helper()
 	began := time.Now()
-	deadline := began.Add(timeout)
+	deadline := began.Add(scaled(timeout))
 	for {
 		held, ok := 0, true
 		var sts []admin.Status

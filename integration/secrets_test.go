@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -50,7 +49,7 @@ observability: {listen: "127.0.0.1:0", admin_token: %s, log_format: json}
 			if name == "validate --print" && format == "json" {
 				continue // --print prints the file as YAML
 			}
-			out, _ := exec.Command(offloaderBinary(t), append(args, "--output", format)...).CombinedOutput()
+			out, _ := command(offloaderBinary(t), append(args, "--output", format)...).CombinedOutput()
 			outputs[name+" --output "+format] = string(out)
 		}
 	}

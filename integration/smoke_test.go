@@ -17,7 +17,7 @@ func TestTopicSizeLimitReadsBack(t *testing.T) {
 	topic := uniqueName(t, "limit")
 	createTopic(t, topic, 1, map[string]string{"max.message.bytes": "524288"})
 	admin := newAdmin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(10*time.Second))
 	defer cancel()
 	res, err := admin.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
 	if err != nil {
@@ -96,7 +96,7 @@ func TestAbortedTransactionIsInvisibleToReadCommitted(t *testing.T) {
 		for range p.Events() {
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(60*time.Second))
 	defer cancel()
 	if err := p.InitTransactions(ctx); err != nil {
 		t.Fatal(err)

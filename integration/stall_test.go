@@ -135,7 +135,7 @@ observability: {listen: "127.0.0.1:0", log_format: console}`, url).file(t)
 	base := d.metricsURL(t)
 	// The figures refresh every 5 s: raw[0] is reported once it stood
 	// still for two refreshes.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := within(2 * time.Minute)
 	for stalledSeconds(t, base, raw, 0) < 10 {
 		if time.Now().After(deadline) {
 			t.Fatalf("raw[0] stalled %v s after 2 minutes held back, want 10 at least; status %+v", stalledSeconds(t, base, raw, 0), adminStatus(t, base))

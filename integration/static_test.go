@@ -38,7 +38,7 @@ func TestAFencedStaticMemberRejoinsOnce(t *testing.T) {
 	// The intruder takes the identity; the instance notices at its next
 	// heartbeat and takes it back, which fences the intruder.
 	fenced := false
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !fenced; {
+	for end := within(30 * time.Second); time.Now().Before(end) && !fenced; {
 		if e, ok := intruder.Poll(200).(kafka.Error); ok && e.IsFatal() {
 			fenced = true
 		}

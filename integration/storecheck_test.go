@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,7 +57,7 @@ func TestCheckProbesEveryStore(t *testing.T) {
 	createTopic(t, raw, 1, nil)
 	createTopic(t, slim, 1, nil)
 	existing := uniqueName(t, "c")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	cfg := azblob.DefaultConfig()
 	cfg.ConnectionString, cfg.Container, cfg.CreateContainer = azureConnStr, existing, true
@@ -91,7 +90,7 @@ stores:
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 `, tc.connStr, tc.container).file(t)
-			out, err := exec.Command(offloaderBinary(t), "check", "-F", file).CombinedOutput()
+			out, err := command(offloaderBinary(t), "check", "-F", file).CombinedOutput()
 			if code := exitCode(err); code != tc.code {
 				t.Fatalf("exit code %d, want %d:\n%s", code, tc.code, out)
 			}

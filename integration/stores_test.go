@@ -35,7 +35,7 @@ func TestKillNineWithS3AndHTTPStores(t *testing.T) {
 			case "s3":
 				cfg := s3Config(t)
 				storeYAML = fmt.Sprintf("      payloads: {type: s3, bucket: %s, endpoint: %q, path_style: true, create_bucket: true, region: us-east-1}", cfg.Bucket, s3Endpoint)
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 				defer cancel()
 				s, err := s3.Open(ctx, "payloads", cfg)
 				if err != nil {

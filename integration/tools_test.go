@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,7 @@ import (
 // run as printed.
 func TestKafkaToolsRunAgainstTheBroker(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(servicesScript, "install", "tools").CombinedOutput()
+	out, err := command(servicesScript, "install", "tools").CombinedOutput()
 	if err != nil {
 		t.Fatalf("install tools: %v\n%s", err, out)
 	}
@@ -28,7 +27,7 @@ func TestKafkaToolsRunAgainstTheBroker(t *testing.T) {
 		"kafka-configs.sh": {[]string{"--describe", "--entity-type", "topics", "--entity-name", topic}, "max.message.bytes=2097152"},
 	} {
 		args := append([]string{"--bootstrap-server", bootstrap}, want.args...)
-		out, err := exec.Command(filepath.Join(bin, tool), args...).CombinedOutput()
+		out, err := command(filepath.Join(bin, tool), args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want.says) {
 			t.Errorf("%s %s: %v, output lacks %q:\n%s", tool, strings.Join(args, " "), err, want.says, out)
 		}

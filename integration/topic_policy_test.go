@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestTopicPolicyFollowsACompactedSource(t *testing.T) {
 	createTopic(t, raw, 2, map[string]string{"cleanup.policy": "compact", "max.message.bytes": "8388608"})
 	storeYAML := "      payloads: {type: filesystem, root: " + t.TempDir() + "}"
 	cfg := pipelineFile(t, "compacted", raw, slim, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
-	if out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput(); err != nil {
 		t.Fatalf("check --create-missing: %v\n%s", err, out)
 	}
 	for _, topic := range []string{slim, dead} {
@@ -34,7 +33,7 @@ func TestTopicPolicyFollowsACompactedSource(t *testing.T) {
 	byHand := uniqueName(t, "slim")
 	createTopic(t, byHand, 2, map[string]string{"cleanup.policy": "delete", "retention.ms": "604800000"})
 	cfg = pipelineFile(t, "compacted", raw, byHand, uniqueName(t, "g"), storeYAML, "    errors: {dead_letter_topic: "+dead+"}")
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg).CombinedOutput()
 	if exitCode(err) != 1 || !strings.Contains(string(out), "slim topic "+byHand+" would lose what source topic "+raw+" keeps: it is not compacted") ||
 		!strings.Contains(string(out), "--add-config 'cleanup.policy=compact") {
 		t.Errorf("check on a slim topic that deletes what the source compacts: exit %d\n%s", exitCode(err), out)
@@ -44,7 +43,7 @@ func TestTopicPolicyFollowsACompactedSource(t *testing.T) {
 // topicConfig reads the named configs of topic.
 func topicConfig(t *testing.T, topic string, names ...string) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(30*time.Second))
 	defer cancel()
 	res, err := newAdmin(t).DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
 	if err != nil {

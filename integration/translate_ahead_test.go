@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,7 +35,7 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	recs := historyRecords(60, 1)
 	produceRecords(t, raw, recs[:30])
 	cfg, slim, _ := migrationPipeline(t, raw, 1)
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	produceRecords(t, raw, recs[30:])
@@ -44,7 +43,7 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	consumeGroup(t, group, raw, 1, 50) // the application read 50; the pipeline copied 30
 	translate := func(args ...string) (int, string) {
 		// A short quiet window: TestTranslationRefusesAGroupThatCommitsWithoutJoining tests the window.
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "1s"}, args...)...).CombinedOutput()
+		out, err := command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "1s"}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	for _, args := range [][]string{{"--dry-run", "--execute"}, {"--dry-run=false"}} {
@@ -65,7 +64,7 @@ func TestTranslateOffsetsRefusesAGroupAheadOfThePipeline(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "moved group "+group) {
 		t.Fatalf("--wait: exit %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := within(time.Minute)
 	for committedTotal(t, bootstrap, groupOf(t, cfg), raw) < 60 {
 		if time.Now().After(deadline) {
 			t.Fatal("the pipeline did not copy all 60 records in a minute")
@@ -110,7 +109,7 @@ func groupReadsToTheEnd(t *testing.T, group, topic string) []int64 {
 		t.Fatal(err)
 	}
 	var out []int64
-	for deadline := time.Now().Add(time.Minute); ; {
+	for deadline := within(time.Minute); ; {
 		if time.Now().After(deadline) {
 			t.Fatalf("group %s did not reach the end of %s in a minute", group, topic)
 		}
@@ -150,7 +149,7 @@ func TestParityPassesAPassThroughPointer(t *testing.T) {
 	recs = append(recs, sourceRecord{key: rec.Key, value: rec.Value, headers: kafkaHeaders(rec.Headers)})
 	produceRecords(t, raw, recs)
 	for _, args := range [][]string{{"migrate", "-F", cfg}, {"migrate", "verify", "-F", cfg, "--deep"}} {
-		out, err := exec.Command(offloaderBinary(t), args...).CombinedOutput()
+		out, err := command(offloaderBinary(t), args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "parity OK") {
 			t.Errorf("%v: %v\n%s", args, err, out)
 		}
@@ -168,11 +167,11 @@ func TestVerifyDeepChecksDeadLetteredPayloads(t *testing.T) {
 	recs := historyRecords(10, 1)
 	recs = append(recs, sourceRecord{key: bytes.Repeat([]byte("k"), 2<<20), value: []byte("v")})
 	produceRecords(t, raw, recs)
-	if out, err := exec.Command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	verify := func() (int, string) {
-		out, err := exec.Command(offloaderBinary(t), "migrate", "verify", "-F", cfg, "--deep").CombinedOutput()
+		out, err := command(offloaderBinary(t), "migrate", "verify", "-F", cfg, "--deep").CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	if code, out := verify(); code != 0 {
@@ -208,7 +207,7 @@ func TestTranslationRefusesAGroupThatCommitsWithoutJoining(t *testing.T) {
 	recs := historyRecords(200, 1)
 	produceRecords(t, raw, recs)
 	cfg, slim, _ := migrationPipeline(t, raw, 1)
-	if out, err := exec.Command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
+	if out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	group := uniqueName(t, "flink")
@@ -242,7 +241,7 @@ func TestTranslationRefusesAGroupThatCommitsWithoutJoining(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	translate := func(args ...string) (int, string) {
-		out, err := exec.Command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "2s"}, args...)...).CombinedOutput()
+		out, err := command(offloaderBinary(t), append([]string{"migrate", "translate-offsets", "-F", cfg, "--group", group, "--quiet", "2s"}, args...)...).CombinedOutput()
 		return exitCode(err), string(out)
 	}
 	code, out := translate("--execute")

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -129,7 +128,7 @@ transforms:
 `, dead, root).file(t)
 	// check creates the dead-letter topic (the broker's default 1 MiB) and
 	// calls the layout aligned: run must then take the record, not refuse it.
-	out, err := exec.Command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput()
+	out, err := command(offloaderBinary(t), "check", "-F", cfg, "--create-missing").CombinedOutput()
 	if code := exitCode(err); code != 0 || !strings.Contains(string(out), "created topic "+dead) || !strings.Contains(string(out), "all limits are aligned") {
 		t.Fatalf("check --create-missing exit code %d:\n%s", code, out)
 	}
@@ -228,7 +227,7 @@ stores:
   payloads: {type: filesystem, root: %q}
 `, root).file(t)
 	run := func(args ...string) (lines []map[string]any, stderr string, code int) {
-		cmd := exec.Command(offloaderBinary(t), append([]string{"cat", "-F", cfg}, args...)...)
+		cmd := command(offloaderBinary(t), append([]string{"cat", "-F", cfg}, args...)...)
 		var errBuf bytes.Buffer
 		cmd.Stderr = &errBuf
 		out, err := cmd.Output()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offloader/offloader/internal/slowdown"
 	"github.com/offloader/offloader/stores/storetest"
 )
 
@@ -257,7 +258,7 @@ func openFake(t *testing.T, url string, change ...func(*Config)) (*Store, error)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	cfg := DefaultConfig()
-	cfg.Bucket, cfg.Endpoint, cfg.PathStyle, cfg.Region, cfg.TryTimeout, cfg.MaxAttempts = "b", url, true, "us-east-1", 5*time.Second, 1
+	cfg.Bucket, cfg.Endpoint, cfg.PathStyle, cfg.Region, cfg.TryTimeout, cfg.MaxAttempts = "b", url, true, "us-east-1", slowdown.Scale(5*time.Second), 1
 	for _, c := range change {
 		c(&cfg)
 	}
