@@ -50,8 +50,10 @@ transforms:
   - {type: offload, store: payloads, threshold: 16KiB}
 observability: {listen: "127.0.0.1:0", log_format: console}`, url).file(t)
 	d := startDaemon(t, cfg)
-	for puts.Load() == 0 {
-		time.Sleep(20 * time.Millisecond)
+	for deadline := within(time.Minute); puts.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no PUT reached the store a minute after the start:\n%s", d.output())
+		}
 	}
 	recs = recs[:0]
 	for p := 1; p < partitions; p++ {
