@@ -26,16 +26,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			t.Parallel()
-			srv := httpstoretest.New(t, false, 0)
-			raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
-			createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
-			createTopic(t, slim, 1, nil)
-			createTopic(t, dead, 1, map[string]string{"max.message.bytes": "8388608"})
-			storeYAML := fmt.Sprintf("      payloads: {type: http, url: %q, auth_token: %s, try_timeout: 1s, max_retries: 0}", srv.URL, httpstoretest.Token)
-			group := uniqueName(t, "g")
-			cfg := pipelineFile(t, "redirect", raw, slim, group, storeYAML, "    errors: {dead_letter_topic: "+dead+", store_budget: 3s}")
-			recs := numberedRecords(20, 1, 2, 100<<10, 500)
-			produceRecords(t, raw, recs[:10])
+			srv, raw, slim, dead, group, cfg, recs := httpStorePipeline(t, "redirect", "")
 
 			srv.RedirectPuts(code)
 			out, err := command(offloaderBinary(t), "run", "-F", cfg, "--until-end").CombinedOutput()
@@ -57,38 +48,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 				t.Errorf("the group committed %d records while the store redirected every upload", n)
 			}
 			srv.RedirectPuts(0) // fixed
-			waitForMetric(t, d.metricsURL(t), "offloader_paused", func(v float64) bool { return v == 0 }, 2*time.Minute)
-			for deadline := within(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the group committed %d of 20 records 2 minutes after the redirects stopped", sum(committedByPartition(t, bootstrap, group, raw)))
-				}
-			}
-			if code := d.stop(t, 45*time.Second); code != 0 {
-				t.Errorf("exit code %d", code)
-			}
-			hcfg := httpstore.DefaultConfig()
-			hcfg.URL, hcfg.AuthToken = srv.URL, httpstoretest.Token
-			store, err := httpstore.Open("payloads", hcfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]int{}
-			for _, m := range readToEnd(t, slim) {
-				var i int
-				fmt.Sscan(string(m.Key), &i)
-				if !bytes.Equal(resolve(t, store, m), recs[i].value) {
-					t.Errorf("slim record %d resolves to other bytes", i)
-				}
-				seen[string(m.Key)]++
-			}
-			if deadLettered := readToEnd(t, dead); len(deadLettered) != 0 {
-				t.Errorf("%d records dead-lettered, want none: a redirect is the store's outage", len(deadLettered))
-			}
-			for i := range recs {
-				if n := seen[fmt.Sprint(i)]; n != 1 {
-					t.Errorf("record %d is on the slim topic %d times, want once", i, n)
-				}
-			}
+			afterTheOutage(t, d, srv, group, raw, slim, dead, recs)
 		})
 	}
 }
@@ -100,16 +60,7 @@ func TestARedirectedUploadCommitsNoPointer(t *testing.T) {
 // every record is on the slim topic once, resolving to its bytes.
 func TestVerifiedWritesCommitNoPointerToALyingStore(t *testing.T) {
 	t.Parallel()
-	srv := httpstoretest.New(t, false, 0)
-	raw, slim, dead := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
-	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
-	createTopic(t, slim, 1, nil)
-	createTopic(t, dead, 1, map[string]string{"max.message.bytes": "8388608"})
-	storeYAML := fmt.Sprintf("      payloads: {type: http, url: %q, auth_token: %s, try_timeout: 1s, max_retries: 0, verify_writes: head}", srv.URL, httpstoretest.Token)
-	group := uniqueName(t, "g")
-	cfg := pipelineFile(t, "verify", raw, slim, group, storeYAML, "    errors: {dead_letter_topic: "+dead+", store_budget: 3s}")
-	recs := numberedRecords(20, 1, 2, 100<<10, 500)
-	produceRecords(t, raw, recs[:10])
+	srv, raw, slim, dead, group, cfg, recs := httpStorePipeline(t, "verify", ", verify_writes: head")
 	d := startDaemon(t, cfg, "OFFLOADER_OBSERVABILITY__LISTEN=127.0.0.1:0")
 	waitForMetric(t, d.metricsURL(t), "offloader_records_out_total", func(v float64) bool { return v >= 10 }, time.Minute)
 	srv.DropPuts(true)
@@ -119,10 +70,19 @@ func TestVerifiedWritesCommitNoPointerToALyingStore(t *testing.T) {
 		t.Errorf("the group committed %d records while the store kept nothing", n)
 	}
 	srv.DropPuts(false)
+	afterTheOutage(t, d, srv, group, raw, slim, dead, recs)
+}
+
+// afterTheOutage checks an HTTP store's outage that just ended: the pipeline
+// resumes (offloader_paused 0) and commits all of recs, then stops cleanly;
+// every record is on the slim topic once, resolving to its bytes from srv,
+// and none was dead-lettered (an outage is the store's fault, not theirs).
+func afterTheOutage(t *testing.T, d *daemon, srv *httpstoretest.Server, group, raw, slim, dead string, recs []sourceRecord) {
+	t.Helper()
 	waitForMetric(t, d.metricsURL(t), "offloader_paused", func(v float64) bool { return v == 0 }, 2*time.Minute)
-	for deadline := within(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < 20; time.Sleep(200 * time.Millisecond) {
+	for deadline := within(2 * time.Minute); sum(committedByPartition(t, bootstrap, group, raw)) < int64(len(recs)); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the group committed %d of 20 records 2 minutes after the store kept writes again", sum(committedByPartition(t, bootstrap, group, raw)))
+			t.Fatalf("the group committed %d of %d records 2 minutes after the outage ended", sum(committedByPartition(t, bootstrap, group, raw)), len(recs))
 		}
 	}
 	if code := d.stop(t, 45*time.Second); code != 0 {
@@ -144,11 +104,30 @@ func TestVerifiedWritesCommitNoPointerToALyingStore(t *testing.T) {
 		seen[string(m.Key)]++
 	}
 	if deadLettered := readToEnd(t, dead); len(deadLettered) != 0 {
-		t.Errorf("%d records dead-lettered, want none", len(deadLettered))
+		t.Errorf("%d records dead-lettered, want none: the outage was the store's", len(deadLettered))
 	}
 	for i := range recs {
 		if n := seen[fmt.Sprint(i)]; n != 1 {
 			t.Errorf("record %d is on the slim topic %d times, want once", i, n)
 		}
 	}
+}
+
+// httpStorePipeline is a pipeline offloading to a test HTTP store, srv (its
+// store settings plus more), with a dead-letter topic and a store budget of
+// 3 s, and 20 records for it (every 2nd one 100 KiB, offloaded), the first
+// 10 of them on raw already.
+func httpStorePipeline(t *testing.T, name, more string) (srv *httpstoretest.Server, raw, slim, dead, group, cfg string, recs []sourceRecord) {
+	t.Helper()
+	srv = httpstoretest.New(t, false, 0)
+	raw, slim, dead = uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "dlt")
+	createTopic(t, raw, 1, map[string]string{"max.message.bytes": "8388608"})
+	createTopic(t, slim, 1, nil)
+	createTopic(t, dead, 1, map[string]string{"max.message.bytes": "8388608"})
+	storeYAML := fmt.Sprintf("      payloads: {type: http, url: %q, auth_token: %s, try_timeout: 1s, max_retries: 0%s}", srv.URL, httpstoretest.Token, more)
+	group = uniqueName(t, "g")
+	cfg = pipelineFile(t, name, raw, slim, group, storeYAML, "    errors: {dead_letter_topic: "+dead+", store_budget: 3s}")
+	recs = numberedRecords(20, 1, 2, 100<<10, 500)
+	produceRecords(t, raw, recs[:10])
+	return srv, raw, slim, dead, group, cfg, recs
 }
