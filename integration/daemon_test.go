@@ -22,7 +22,6 @@ import (
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
-	"github.com/offloader/offloader/stores/azblob"
 	"github.com/offloader/offloader/stores/filesystem"
 )
 
@@ -316,12 +315,7 @@ func TestPipelineCopiesEveryRecordOnceInOrder(t *testing.T) {
 	if len(got) != len(recs) {
 		t.Fatalf("slim topic holds %d records, want %d", len(got), len(recs))
 	}
-	cfgStore := azblob.DefaultConfig()
-	cfgStore.ConnectionString, cfgStore.Container = azureConnStr, container
-	store, err := azblob.Open(context.Background(), "payloads", cfgStore)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openAzure(t, container)
 	// Per partition, slim records must appear in source order.
 	want := map[int32][]sourceRecord{}
 	for _, r := range recs {
@@ -404,24 +398,11 @@ func countObjects(root string) int {
 	return count
 }
 
-// waitForObjects waits until a filesystem store's root holds at least n objects.
-func waitForObjects(t *testing.T, root string, n int) {
-	t.Helper()
-	deadline := within(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if countObjects(root) >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the store never held %d objects", n)
-}
-
 // TestKillNineLosesAndDuplicatesNothing: kill -9 the daemon repeatedly while it
 // works and restart it; the slim topic still holds each source record exactly once.
 func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	t.Parallel()
-	raw, slim, root, cfg := filesystemPipeline(t, "crash", 2)
+	raw, slim, cfg, azurite, store := heldAzurePipeline(t, "crash", 2)
 	txid := "OFFLOADER_KAFKA__TRANSACTIONAL_ID=" + uniqueName(t, "tx")
 
 	var recs []sourceRecord
@@ -439,17 +420,17 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	// instances got, the restarted one has records to commit.
 	produceRecords(t, raw, recs[:10000])
 
-	// Kill when the store shows progress (every 10th record is offloaded), at a
-	// different point each round, so that each kill lands mid-work.
+	// Each instance's uploads are held after a number of payloads, a
+	// different one each round (and a different byte within a request), and
+	// it is killed there (killMidUpload). The hold points add up to 580 of
+	// the 1,000 payloads.
+	const upload = 100<<10 + 1<<10 // a payload and its request's headers, about
 	for round := range 4 {
-		d := startDaemon(t, cfg, txid)
-		waitForObjects(t, root, 150*(round+1))
-		time.Sleep(time.Duration(round*37) * time.Millisecond)
-		d.kill9()
+		after := int64(100+30*round)*upload + int64(round)*7919
+		killMidUpload(t, azurite, after, func() *daemon { return startDaemon(t, cfg, txid) })
 		if round == 0 {
-			// The first kill must land mid-work, or the test proves nothing.
 			if n := len(consumeAll(t, slim, 10000, 3*time.Second)); n == 10000 {
-				t.Fatalf("all %d records were done before the first kill -9; make the workload larger", n)
+				t.Fatalf("all %d records were in the slim topic after a kill -9 with uploads held", n)
 			} else {
 				t.Logf("after the first kill -9 the slim topic holds %d of 10000 records", n)
 			}
@@ -467,7 +448,6 @@ func TestKillNineLosesAndDuplicatesNothing(t *testing.T) {
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("final daemon exit code %d, want 0", code)
 	}
-	store := openFS(t, root)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) {
 			t.Fatalf("key %s resolved to %d different bytes", m.Key, len(v))

@@ -23,21 +23,29 @@ import (
 // dead-letter topic; it returns the file and the store's root.
 func migrationPipeline(t *testing.T, raw string, partitions int) (cfg, slim, root string) {
 	t.Helper()
+	root = t.TempDir()
+	cfg, slim = migrationPipelineTo(t, raw, partitions, fmt.Sprintf("{type: filesystem, root: %q}", root))
+	return cfg, slim, root
+}
+
+// migrationPipelineTo is migrationPipeline offloading to the store
+// storeYAML defines (a flow mapping).
+func migrationPipelineTo(t *testing.T, raw string, partitions int, storeYAML string) (cfg, slim string) {
+	t.Helper()
 	slim, dead := uniqueName(t, "slim"), uniqueName(t, "dlt")
 	createTopic(t, slim, partitions, nil)
 	createTopic(t, dead, 1, nil)
-	root = t.TempDir()
 	cfg = newPipeline(t, "mig", raw, slim, uniqueName(t, "g")).with(t, `
 kafka:
   consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 1000}
 commit: {max_records: 50, interval: 50ms}
 stores:
-  payloads: {type: filesystem, root: %q}
+  payloads: %s
 transforms:
   - {type: offload, store: payloads, threshold: 64KiB}
 errors: {dead_letter_topic: %s}
-`, root, dead).file(t)
-	return cfg, slim, root
+`, storeYAML, dead).file(t)
+	return cfg, slim
 }
 
 // historyRecords are n records over partitions: tiny, near the 64 KiB
@@ -77,16 +85,18 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 	createTopic(t, raw, 6, map[string]string{"max.message.bytes": "8388608"})
 	recs := historyRecords(1200, 6)
 	produceRecords(t, raw, recs)
-	cfg, slim, root := migrationPipeline(t, raw, 6)
+	azure, azurite := azureThroughProxy(t)
+	container := uniqueName(t, "c")
+	cfg, slim := migrationPipelineTo(t, raw, 6, fmt.Sprintf("{type: azblob, container: %s, create_container: true, connection_string: %q}", container, azure))
+	// Each run is killed with a payload upload held (killMidUpload) after
+	// 10 to 40 MiB more, of the about 500 MiB the migration uploads.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	for round := range 3 {
-		d := startOffloader(t, []string{"migrate", "-F", cfg})
-		waitForObjects(t, root, 20*(round+1))
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
-		d.kill9()
+		after := int64(round+1)*(10<<20) + rng.Int64N(10<<20)
+		killMidUpload(t, azurite, after, func() *daemon { return startOffloader(t, []string{"migrate", "-F", cfg}) })
 	}
 	if n := len(consumeAll(t, slim, len(recs), 3*time.Second)); n >= len(recs) {
-		t.Fatalf("the kills came after the migration was done (%d records); the test proves nothing", n)
+		t.Fatalf("all %d records were in the slim topic after a kill -9 with uploads held", n)
 	}
 	out, err := command(offloaderBinary(t), "migrate", "-F", cfg).CombinedOutput()
 	if err != nil {
@@ -96,7 +106,7 @@ func TestMigrateSurvivesKillNineWithParity(t *testing.T) {
 		t.Errorf("migrate's parity verdict:\n%s", out)
 	}
 	got := consumeAll(t, slim, len(recs), 60*time.Second)
-	store := openFS(t, root)
+	store := openAzure(t, container)
 	assertEachOnce(t, got, len(recs), func(i int, m *kafka.Message) {
 		if v := resolve(t, store, m); !bytes.Equal(v, recs[i].value) || (v == nil) != (recs[i].value == nil) {
 			t.Fatalf("key %d resolved to %d different bytes", i, len(v))
