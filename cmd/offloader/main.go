@@ -85,8 +85,18 @@ func main() {
 	os.Exit(c.main(os.Args[1:]))
 }
 
-// main runs the command args name and returns its exit code.
+// main runs the command args name and returns its exit code. Asked for
+// --output json, it prints a document on stdout even when the command fails
+// (jsonOnFailure).
 func (c *cli) main(args []string) int {
+	if wantsJSON(args) {
+		return c.jsonOnFailure(func() int { return c.execute(args) })
+	}
+	return c.execute(args)
+}
+
+// execute runs the command args name and returns its exit code.
+func (c *cli) execute(args []string) int {
 	root := c.root()
 	root.SetArgs(args)
 	if len(args) == 0 {
@@ -185,6 +195,9 @@ func (c *cli) cobra(cmd *command, last string) *cobra.Command {
 	}
 	cc.SuggestionsMinimumDistance = 2
 	cc.Flags().AddFlagSet(fs)
+	// pflag's notices (a deprecated flag) go to stderr: cobra would print
+	// them on stdout, before a --output json document.
+	cc.Flags().SetOutput(c.stderr)
 	for _, group := range cmd.exclusive {
 		cc.MarkFlagsMutuallyExclusive(group...)
 	}

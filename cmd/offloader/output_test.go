@@ -155,3 +155,52 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 		}
 	}
 }
+
+// Every command that takes --output json prints one JSON document on stdout
+// when it fails too, with either spelling of the flag: its own (validate's
+// verdict) or the failure document, whose error is what stderr said, and
+// nothing else (the --json deprecation notice is on stderr).
+func TestEveryJSONOutputIsADocumentWhenItFails(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		schema string
+		code   int
+		error  string // in the failure document's error
+	}{
+		{[]string{"validate", "-F", "/nowhere.yaml"}, "validate.json", exitUsage, ""},
+		{[]string{"check", "-F", "/nowhere.yaml"}, "failure.json", exitUsage, "cannot read /nowhere.yaml"},
+		{[]string{"run", "-F", "/nowhere.yaml", "--until-end"}, "failure.json", exitUsage, "cannot read /nowhere.yaml"},
+		{[]string{"run", "-F", "/nowhere.yaml"}, "failure.json", exitUsage, "--output is the format of --until-end's report"},
+		{[]string{"migrate", "verify", "-F", "/nowhere.yaml"}, "failure.json", exitUsage, "cannot read /nowhere.yaml"},
+		{[]string{"migrate", "translate-offsets", "-F", "/nowhere.yaml", "--group", "g"}, "failure.json", exitUsage, "cannot read /nowhere.yaml"},
+		{[]string{"analyze", "-t", "raw"}, "failure.json", exitUsage, "say what to read: -b BROKERS -t TOPIC"},
+		{[]string{"gc", "-F", "/nowhere.yaml"}, "failure.json", exitUsage, "cannot read /nowhere.yaml"},
+		{[]string{"status", "--url", "127.0.0.1:1"}, "failure.json", exitFailure, "nothing answers at http://127.0.0.1:1"},
+		{[]string{"status", "--no-such-flag"}, "failure.json", exitUsage, "unknown flag: --no-such-flag"},
+	} {
+		for _, spelling := range [][]string{{"--output", "json"}, {"--json"}} {
+			args := append(append([]string{}, c.args...), spelling...)
+			code, stdout, stderr := runCLI(nil, args...)
+			if err := validates(t, "../../docs/schemas/"+c.schema, []byte(stdout)); err != nil {
+				t.Errorf("offloader %v (exit %d): stdout is not the shape of %s: %v\nstdout: %q\nstderr: %q", args, code, c.schema, err, stdout, stderr)
+				continue
+			}
+			var doc failure
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code || (c.schema == "failure.json" && (doc.ExitCode != code || !strings.Contains(doc.Error, c.error) || strings.Contains(doc.Error, "deprecated"))) {
+				t.Errorf("offloader %v: exit %d, document %+v; want exit %d and an error saying %q", args, code, doc, c.code, c.error)
+			}
+			parsed := !strings.Contains(stderr, "unknown flag")
+			if deprecated := strings.Contains(stderr, "Flag --json has been deprecated, use --output json"); deprecated != (parsed && spelling[0] == "--json") {
+				t.Errorf("offloader %v: the deprecation notice on stderr: %v\n%s", args, deprecated, stderr)
+			}
+		}
+	}
+	// And a success with the old spelling: the document alone on stdout.
+	var v validation
+	if code := jsonOf(t, nil, "validate.json", &v, "validate", "-F", "../../configs/local-filesystem.yaml", "--json"); code != exitOK || !v.Valid {
+		t.Errorf("validate --json: exit %d, %+v", code, v)
+	}
+}

@@ -101,7 +101,7 @@ offloader run -F pipeline.yaml --until-end --output json`,
 			listen := fs.String("listen", "", "serve /metrics, /healthz, /readyz and the admin API at `ADDR` (host:port), in place of the file's observability.listen")
 			outputFlag(fs)
 			return func() int {
-				if fs.Changed("output") && !*untilEnd {
+				if (fs.Changed("output") || fs.Changed("json")) && !*untilEnd {
 					return c.usageError(fs, "--output is the format of --until-end's report: a run without it prints none")
 				}
 				if *listen != "" {
