@@ -73,7 +73,7 @@ type Memory struct {
 	InFlight settings.Size `key:"in_flight"`
 	// MaxUploads caps the uploads at once; below it, as many run as the
 	// budget's upload quarter holds (their values' sizes).
-	MaxUploads int `key:"max_uploads"`
+	MaxUploads int `key:"max_uploads" range:"1-1024"`
 }
 
 // Partitioning is where each record goes on the slim topic.
@@ -164,7 +164,7 @@ type Source struct {
 	// offset for (its first run): earliest (the whole history; the default,
 	// also when empty), latest (only records written from then on) or an
 	// RFC 3339 time (the first record at or after it).
-	StartFrom StartFrom `key:"start_from"`
+	StartFrom StartFrom `key:"start_from" pattern:"^(earliest|latest|[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$"`
 }
 
 // StartFrom is where a new group starts: earliest, latest, or the first
@@ -212,7 +212,7 @@ func (s StartFrom) Validate() error {
 type Commit struct {
 	// MaxRecords commits a batch once it holds this many records; no
 	// transaction carries more.
-	MaxRecords int `key:"max_records"`
+	MaxRecords int `key:"max_records" range:"1-"`
 	// MaxBytes commits a batch once the records it produced hold this much
 	// input, and bounds the records held in memory before they are
 	// produced (uploads, and those behind them): no record is read past it

@@ -87,8 +87,11 @@ pipelines:
 
 (a path relative to the file works too, as in ` + "`configs/`" + `), or map it to
 your pipeline files in the editor's settings (` + "`yaml.schemas`" + `). The schema checks
-each key's name, type and allowed values; ` + "`offloader validate`" + ` checks the rules
-between keys too.
+each key's name, type, presence and allowed values (ranges, patterns such as a
+container's name, keys that exclude each other such as two ways to authenticate);
+` + "`offloader validate`" + ` checks the rules between keys too (a step's store is
+defined, the dead-letter topic is not the slim topic), and a value that comes from
+` + "`${VAR}`" + ` only once it is set.
 `
 
 type keyReference struct {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,7 @@ func (r *keyReference) object(v reflect.Value) object {
 		if doc := r.keyDoc(t, f.Name); doc != "" {
 			s["description"] = doc
 		}
+		r.keyRules(s, f)
 		props[key] = s
 		if f.Tag.Get("required") == "true" {
 			required = append(required, key)
@@ -159,6 +161,22 @@ func (r *keyReference) object(v reflect.Value) object {
 	s := object{"type": "object", "properties": props}
 	if len(required) > 0 {
 		s["required"] = required
+	}
+	var conflicts []any
+	for i := range t.NumField() {
+		f := t.Field(i)
+		for _, other := range strings.Fields(f.Tag.Get("conflicts")) {
+			both := object{"required": []string{f.Tag.Get("key"), other}}
+			if o, ok := props[other].(object); ok && o["type"] == "boolean" {
+				both["properties"] = object{other: object{"const": true}}
+			} else if !ok {
+				r.t.Fatalf("%s.%s conflicts with %q, which %s has no key of", t, f.Name, other, t)
+			}
+			conflicts = append(conflicts, object{"not": both})
+		}
+	}
+	if len(conflicts) > 0 {
+		s["allOf"] = conflicts
 	}
 	if kind == "" {
 		s["additionalProperties"] = false
@@ -183,9 +201,50 @@ func (r *keyReference) object(v reflect.Value) object {
 			"then": object{"$ref": "#/$defs/" + kind + "." + typ},
 		})
 	}
-	s["allOf"] = branches
+	s["allOf"] = append(branches, conflicts...)
 	s["unevaluatedProperties"] = false
 	return s
+}
+
+// keyRules adds to s, the schema of the key of field f, what its tags say
+// of its value (package settings): required (not empty), range, length,
+// pattern.
+func (r *keyReference) keyRules(s object, f reflect.StructField) {
+	if f.Tag.Get("required") == "true" {
+		switch s["type"] {
+		case "string":
+			s["minLength"] = 1
+		case "array":
+			s["minItems"] = 1
+		}
+	}
+	bounds := func(tag, low, high string) {
+		lo, hi, ok := strings.Cut(f.Tag.Get(tag), "-")
+		if !ok {
+			if f.Tag.Get(tag) != "" {
+				r.t.Fatalf("%s: %s:%q is not MIN-MAX", f.Name, tag, f.Tag.Get(tag))
+			}
+			return
+		}
+		for key, n := range map[string]string{low: lo, high: hi} {
+			if n == "" {
+				continue
+			}
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				r.t.Fatalf("%s: %s:%q: %v", f.Name, tag, f.Tag.Get(tag), err)
+			}
+			s[key] = v
+		}
+	}
+	bounds("range", "minimum", "maximum")
+	bounds("length", "minLength", "maxLength")
+	if p := f.Tag.Get("pattern"); p != "" {
+		if _, err := regexp.Compile(p); err != nil {
+			r.t.Fatalf("%s: pattern:%q: %v", f.Name, p, err)
+		}
+		s["pattern"] = p
+	}
 }
 
 var oneOfValues = regexp.MustCompile(`^must be ((?:"[^"]*"(?:, | or ))*"[^"]*"), got `)
@@ -200,7 +259,7 @@ func (r *keyReference) value(v reflect.Value, t reflect.Type) object {
 	case reflect.TypeFor[settings.Size]():
 		return object{"type": []string{"integer", "string"}, "pattern": size, "minimum": 0}
 	case reflect.TypeFor[settings.SizeOrAuto]():
-		return object{"type": []string{"integer", "string"}, "pattern": `^auto$|` + size[1:], "minimum": 0}
+		return object{"type": []string{"integer", "string"}, "pattern": `^(auto|` + size[1:len(size)-1] + `)$`, "minimum": 0}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

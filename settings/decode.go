@@ -16,6 +16,14 @@
 // A struct may keep the keys it does not declare by giving one map[string]any field
 // the tag `key:",remain"` (used where a `type:` field picks which typed struct
 // decodes the rest).
+//
+// Four more tags state a key's own rules for the JSON Schema editors check
+// pipeline files with (docs/schemas/pipeline.json): `range:"MIN-MAX"` (either
+// end may be left out), `pattern:"REGEXP"`, `length:"MIN-MAX"` and
+// `conflicts:"KEY ..."` (keys of the same struct not to be set beside it; a
+// boolean one, not set true). Decode does not read them: the structs' Validate
+// methods check the same rules with messages that say what to change, and
+// config's schema test checks that the two refuse the same files.
 package settings
 
 import (

@@ -45,13 +45,13 @@ type Config struct {
 	// ConnectionString authenticates with the account key or a SAS. Keep it out of
 	// the file: `connection_string: ${AZURE_STORAGE_CONNECTION_STRING}`. One of
 	// connection_string, sas_token and entra_id.
-	ConnectionString string `key:"connection_string"`
+	ConnectionString string `key:"connection_string" conflicts:"account_url sas_token entra_id"`
 	// AccountURL is the blob service's URL (https://ACCOUNT.blob.core.windows.net),
 	// for sas_token and entra_id.
 	AccountURL string `key:"account_url"`
 	// SASToken authenticates with a shared access signature (the query string
 	// of a SAS URL, often scoped to the one container): sas_token: ${AZURE_SAS}.
-	SASToken string `key:"sas_token"`
+	SASToken string `key:"sas_token" conflicts:"entra_id"`
 	// EntraID authenticates with Microsoft Entra ID through azidentity's
 	// default chain: workload identity on Kubernetes (AZURE_CLIENT_ID,
 	// AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE), a managed identity, the
@@ -62,7 +62,7 @@ type Config struct {
 	// environment's, or the identity's home tenant).
 	TenantID string `key:"tenant_id"`
 	// Container holds the payloads.
-	Container string `key:"container" required:"true"`
+	Container string `key:"container" required:"true" pattern:"^[a-z0-9](-?[a-z0-9])+$" length:"3-63"`
 	// CreateContainer creates the container at start-up when it is missing.
 	CreateContainer bool `key:"create_container"`
 	// SinglePutMax is the largest payload sent as one Put Blob request.
@@ -70,11 +70,11 @@ type Config struct {
 	// BlockSize is the size of the blocks a larger payload is staged in.
 	BlockSize settings.Size `key:"block_size"`
 	// Concurrency is how many blocks of one payload go up at once.
-	Concurrency int `key:"concurrency"`
+	Concurrency int `key:"concurrency" range:"1-64"`
 	// MaxRetries is how often the SDK retries a failed request (0: never).
 	// A download whose body breaks off is resumed up to max_retries times,
 	// and at least once (the SDK's reader takes no 0).
-	MaxRetries int `key:"max_retries"`
+	MaxRetries int `key:"max_retries" range:"0-20"`
 	// TryTimeout bounds each attempt of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
 	// RetryDelay is the first backoff between attempts, doubled on each.

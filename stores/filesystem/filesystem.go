@@ -39,9 +39,9 @@ type Config struct {
 	// Root is the directory objects live under; created if missing.
 	Root string `key:"root" required:"true"`
 	// DirMode is the permission of the directories it creates.
-	DirMode int `key:"dir_mode"`
+	DirMode int `key:"dir_mode" range:"0-511"`
 	// FileMode is the permission of the objects it writes.
-	FileMode int `key:"file_mode"`
+	FileMode int `key:"file_mode" range:"0-511"`
 }
 
 // Place implements stores.Located: the root as an absolute path, with

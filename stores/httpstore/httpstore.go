@@ -62,7 +62,7 @@ type Config struct {
 	// TryTimeout bounds each try of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
 	// MaxRetries is how often a failed try is tried again within one call.
-	MaxRetries int `key:"max_retries"`
+	MaxRetries int `key:"max_retries" range:"0-20"`
 	// RetryWait is the first wait between tries, doubled on each (capped by
 	// a Retry-After the server sends).
 	RetryWait time.Duration `key:"retry_wait"`

@@ -62,11 +62,11 @@ type Config struct {
 	// PartSize is the size of a multipart upload's parts (5MiB at least).
 	PartSize settings.Size `key:"part_size"`
 	// Concurrency is how many parts of one payload go up at once.
-	Concurrency int `key:"concurrency"`
+	Concurrency int `key:"concurrency" range:"1-64"`
 	// MaxAttempts is how often the SDK tries a request, and how often a
 	// download whose body breaks off is tried; offloader's store budget
 	// retries around it, so keep it low.
-	MaxAttempts int `key:"max_attempts"`
+	MaxAttempts int `key:"max_attempts" range:"1-10"`
 	// TryTimeout bounds each attempt of a request.
 	TryTimeout time.Duration `key:"try_timeout"`
 }
