@@ -1,6 +1,7 @@
 package cat
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 )
@@ -12,7 +13,14 @@ import (
 // value. What kcat does not know is left out: the broker is -1 (not known to
 // a reader that does not track leaders), and a record that did not resolve
 // carries an "error" member with its stored value as the payload.
-type kcatPrinter struct{ enc *json.Encoder }
+//
+// kcat writes the bytes of a key, header value or payload as a JSON string,
+// which garbles binary ones; encode says how they are written here: as kcat
+// does (text), or in base64 (base64Text), byte for byte.
+type kcatPrinter struct {
+	enc    *json.Encoder
+	encode func([]byte) *string
+}
 
 type kcatEnvelope struct {
 	Topic     string    `json:"topic"`
@@ -27,17 +35,17 @@ type kcatEnvelope struct {
 	Error     string    `json:"error,omitempty"`
 }
 
-func newKcatPrinter(out io.Writer) *kcatPrinter {
+func newKcatPrinter(out io.Writer, encode func([]byte) *string) *kcatPrinter {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	return &kcatPrinter{enc: enc}
+	return &kcatPrinter{enc: enc, encode: encode}
 }
 
 func (p *kcatPrinter) print(r shownRecord) error {
 	e := kcatEnvelope{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, TSType: "create",
-		TS: r.Timestamp.UnixMilli(), Broker: -1, Key: text(r.Key), Payload: text(r.value)}
+		TS: r.Timestamp.UnixMilli(), Broker: -1, Key: p.encode(r.Key), Payload: p.encode(r.value)}
 	for _, h := range r.Headers {
-		e.Headers = append(e.Headers, text([]byte(h.Key)), text(h.Value))
+		e.Headers = append(e.Headers, text([]byte(h.Key)), p.encode(h.Value))
 	}
 	if r.err != nil {
 		e.Error = r.err.Error()
@@ -53,5 +61,14 @@ func text(b []byte) *string {
 		return nil
 	}
 	s := string(b)
+	return &s
+}
+
+// base64Text is b in standard, padded base64, or null.
+func base64Text(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
 	return &s
 }

@@ -76,7 +76,8 @@ type Printer interface {
 
 // NewPrinter prints to out with the kcat format string fmtString, or, without
 // one, as format says: "raw" (values alone), "kcat-json" (kcat -J's
-// envelope), else JSON lines.
+// envelope), "kcat-json-base64" (the envelope with its bytes in base64),
+// else JSON lines.
 func NewPrinter(format, fmtString string, out io.Writer) (Printer, error) {
 	if fmtString != "" {
 		tokens, err := parseFormat(fmtString)
@@ -86,7 +87,9 @@ func NewPrinter(format, fmtString string, out io.Writer) (Printer, error) {
 	case "raw":
 		return &rawPrinter{out: out}, nil
 	case "kcat-json":
-		return newKcatPrinter(out), nil
+		return newKcatPrinter(out, text), nil
+	case "kcat-json-base64":
+		return newKcatPrinter(out, base64Text), nil
 	}
 	return &jsonPrinter{enc: json.NewEncoder(out)}, nil
 }

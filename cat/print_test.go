@@ -2,8 +2,12 @@ package cat
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"testing"
+
+	"github.com/offloader/offloader/pipeline"
 )
 
 // unescape undoes appendEscaped, as a reader of cat's output would.
@@ -57,6 +61,46 @@ func TestFormatStrings(t *testing.T) {
 	for f, ok := range map[string]bool{`%t %p %o %T %k %K %s %S %h %P %%\n`: true, `%x`: false, `50%`: false, `\q`: false, `plain`: true} {
 		if _, err := parseFormat(f); (err == nil) != ok {
 			t.Errorf("parseFormat(%q) = %v, want ok %v", f, err, ok)
+		}
+	}
+}
+
+// -J writes bytes as kcat does, garbling binary ones; -J --base64 carries
+// every byte of a key, header value and payload.
+func TestTheKcatEnvelopeInBase64KeepsEveryByte(t *testing.T) {
+	binary := []byte{0, 0xff, 0xfe, 'a', 0xc3}
+	r := shownRecord{Record: &pipeline.Record{Topic: "t", Partition: 1, Offset: 7, Key: binary,
+		Headers: []pipeline.Header{{Key: "h", Value: binary}}}, value: append([]byte("v"), binary...)}
+	for format, want := range map[string]bool{"kcat-json": false, "kcat-json-base64": true} {
+		var out bytes.Buffer
+		p, err := NewPrinter(format, "", &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.print(r); err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Key, Payload string
+			Headers      []string
+		}
+		if err := json.Unmarshal(out.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		decode := func(s string) []byte {
+			if format == "kcat-json" {
+				return []byte(s)
+			}
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				t.Fatalf("%s: %q is not base64: %v", format, s, err)
+			}
+			return b
+		}
+		kept := bytes.Equal(decode(e.Key), binary) && bytes.Equal(decode(e.Payload), r.value) && len(e.Headers) == 2 &&
+			e.Headers[0] == "h" && bytes.Equal(decode(e.Headers[1]), binary)
+		if kept != want {
+			t.Errorf("%s kept the bytes: %v, want %v: %s", format, kept, want, out.String())
 		}
 	}
 }

@@ -110,7 +110,7 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 					}
 					o.To = &end
 				}
-				if problems := kafka.CheckClientProperties("-X", "consumer", props); len(problems) > 0 {
+				if problems := append(kafka.CheckReaderProperties("-X", props, false), kafka.CheckClientProperties("-X", "consumer", props)...); len(problems) > 0 {
 					return c.usageError(fs, "%v", problems.Err())
 				}
 				p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}

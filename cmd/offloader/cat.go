@@ -36,7 +36,11 @@ from its store, its size and SHA-256 verified, the codec undone.
 
 Where to read, with kcat's flags:
   -b, --brokers BROKERS     bootstrap servers (default: the pipeline file's)
-  -X PROP=VALUE             a librdkafka consumer property (security.protocol, sasl.*), repeatable
+  -X PROP=VALUE             a librdkafka consumer property (security.protocol, sasl.*), repeatable;
+                            isolation.level=read_uncommitted reads open and aborted
+                            transactions' records too (read_committed by default);
+                            the properties cat sets itself (group.id, auto.offset.reset,
+                            enable.auto.commit, enable.partition.eof) are refused
   -t, --topic TOPIC         the topic (default: the pipeline file's slim topic)
   -p, --partition N         only partition N (repeatable; default: every partition)
   -o, --offset START        beginning (default), end (only new records: keeps
@@ -72,7 +76,10 @@ What to print:
                   kcat's JSON envelope: topic, partition, offset, tstype, ts,
                   broker (-1: not known), headers (a flat name, value list),
                   key, payload (the resolved value) and, for a value that did
-                  not resolve, error.
+                  not resolve, error. As in kcat, bytes are written as a JSON
+                  string: a byte that is not UTF-8 becomes U+FFFD, so a binary
+                  key, header value or payload is garbled. With --base64 they
+                  are written in base64 (standard, padded), byte for byte.
   -f, --format-string FORMAT
                   kcat's format string: %t topic, %p partition, %o offset,
                   %T timestamp (ms), %k key, %K key size, %s value, %S value
@@ -123,6 +130,7 @@ offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloa
 			fs.StringVar(&format, "format", "json", "`FORMAT`: json or raw")
 			fs.StringVarP(&fmtString, "format-string", "f", "", "kcat `FORMAT` string, such as '%t[%p]@%o %k %S\\n'")
 			fs.BoolVarP(&o.kcatJSON, "json-envelope", "J", false, "kcat's JSON envelope, one object per record")
+			fs.BoolVar(&o.base64, "base64", false, "with -J: keys, header values and payloads in base64, byte for byte")
 			fs.BoolVarP(&quiet, "quiet", "q", false, "print no informational messages on stderr (kcat's -q)")
 			fs.BoolVar(&o.meta, "meta", false, "metadata only: pointer fields and sizes, fetch no payload")
 			fs.StringVar(&notFound, "not-found", "error", "a missing object: error, skip (leave the record out) or pointer (print the pointer)")
@@ -165,10 +173,21 @@ offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloa
 				case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
 					return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 				}
+				if problems := kafka.CheckReaderProperties("-X", o.props, true); len(problems) > 0 {
+					return c.usageError(fs, "%v", problems.Err())
+				}
+				if o.uncommitted, err = kafka.ReaderIsolation(o.props); err != nil {
+					return c.usageError(fs, "-X %v", err)
+				}
 				if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
 					return c.usageError(fs, "%v", problems.Err())
 				}
-				if o.kcatJSON {
+				switch {
+				case o.base64 && !o.kcatJSON:
+					return c.usageError(fs, "--base64 is the encoding of -J's envelope; --format json gives a binary value in base64 by itself")
+				case o.kcatJSON && o.base64:
+					format = "kcat-json-base64"
+				case o.kcatJSON:
 					format = "kcat-json"
 				}
 				if o.printer, err = cat.NewPrinter(format, fmtString, c.recordsOut()); err != nil {
@@ -231,7 +250,8 @@ type catOptions struct {
 	from                    kafka.Start
 	count                   int
 	follow, noResolve, meta bool
-	kcatJSON                bool         // -J
+	kcatJSON, base64        bool         // -J, --base64
+	uncommitted             bool         // -X isolation.level=read_uncommitted
 	stopAtEnd               bool         // -e: stop at the end, even from -o end
 	stores                  []givenStore // from --store
 	printer                 cat.Printer
@@ -309,7 +329,7 @@ func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) 
 func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
 	r, err := kafka.OpenReader(kafka.ReaderOptions{
 		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
-		Partitions: o.partitions, From: o.from, Follow: o.follow, StopAtEnd: o.stopAtEnd,
+		Partitions: o.partitions, From: o.from, Follow: o.follow, StopAtEnd: o.stopAtEnd, Uncommitted: o.uncommitted,
 	})
 	if err != nil {
 		return err

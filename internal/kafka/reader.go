@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/settings"
 )
 
 // Start is where a Reader begins in each partition: at the beginning, at
@@ -53,6 +55,47 @@ type ReaderOptions struct {
 	// Uncommitted reads read_uncommitted: the records of open and aborted
 	// transactions too. The default is read_committed.
 	Uncommitted bool
+}
+
+// readerOwned are the consumer properties a Reader sets itself, each with
+// why: given by a user, they would be overwritten without a word.
+var readerOwned = map[string]string{
+	"bootstrap.servers":    "give the brokers with -b",
+	"group.id":             "a reader joins no group: it assigns itself the partitions it reads and commits nothing",
+	"enable.auto.commit":   "a reader commits nothing",
+	"enable.partition.eof": "a reader needs it to know where each partition ends",
+	"auto.offset.reset":    "a reader never skips: an offset no longer in the log is an error, not a jump",
+	"isolation.level":      "a reader reads committed records (read_committed)",
+}
+
+// CheckReaderProperties refuses the properties a Reader sets itself, each
+// with the reason, where path (such as "-X") names the flag that gave them.
+// isolation.level is refused only when isolation is false: a caller that
+// takes it sets ReaderOptions.Uncommitted from it (ReaderIsolation).
+func CheckReaderProperties(path string, props map[string]string, isolation bool) settings.Problems {
+	var problems settings.Problems
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		why, owned := readerOwned[name]
+		if owned && !(isolation && name == "isolation.level") {
+			problems.Add(path+" "+name, "offloader sets it: %s", why)
+		}
+	}
+	return problems
+}
+
+// ReaderIsolation takes isolation.level out of props: whether it asks for
+// read_uncommitted. A value other than read_committed or read_uncommitted
+// is an error.
+func ReaderIsolation(props map[string]string) (uncommitted bool, err error) {
+	level, given := props["isolation.level"]
+	delete(props, "isolation.level")
+	switch {
+	case !given || level == "read_committed":
+		return false, nil
+	case level == "read_uncommitted":
+		return true, nil
+	}
+	return false, fmt.Errorf("isolation.level must be read_committed or read_uncommitted, got %q", level)
 }
 
 // Reader reads partitions of one topic, read_committed, from a Start: to the
