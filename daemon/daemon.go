@@ -104,6 +104,12 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		logger.Warn("a setting weakens a guarantee", zap.String("setting", w))
 	}
 	d.metrics = observability.NewMetrics(p.Name)
+	// Every class's dead-letter count exists from the start, at 0: an alert
+	// on its increase() then fires on the first dead letter of a class,
+	// which a series born at 1 would not show.
+	for _, class := range dlt.DeadLetterClasses() {
+		d.metrics.DeadLettered.WithLabelValues(string(class))
+	}
 	d.metrics.SetBuildInfo(env.Version, env.Commit, kafka.LibraryVersion())
 	d.api = &admin.Server{Pipeline: p.Name, Instance: d.kafka.TransactionalID, Version: env.Version, Stores: d.metrics.StoreHealth,
 		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}

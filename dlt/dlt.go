@@ -96,15 +96,18 @@ func Classify(err error) Class {
 	return Transform
 }
 
+// deadLetterClasses are the classes whose records go to the dead-letter
+// topic: retrying cannot help them.
+var deadLetterClasses = []Class{StoreNotFound, PermanentStore, Transform, TooLarge, InvalidRetry, MalformedPointer}
+
+// DeadLetterClasses are the classes a dead-letter record can carry: those
+// that go there at once (DeadLetters), and transient_store, a record whose
+// last retry tier failed. A count per class starts with them at 0.
+func DeadLetterClasses() []Class { return append(slices.Clone(deadLetterClasses), TransientStore) }
+
 // DeadLetters reports whether a record failing with this class goes to the
 // dead-letter topic: retrying cannot help it.
-func (c Class) DeadLetters() bool {
-	switch c {
-	case StoreNotFound, PermanentStore, Transform, TooLarge, InvalidRetry, MalformedPointer:
-		return true
-	}
-	return false
-}
+func (c Class) DeadLetters() bool { return slices.Contains(deadLetterClasses, c) }
 
 // Retries reports whether a record failing with this class may go to a retry
 // tier: not one too large for it, nor one whose retry headers are invalid.
