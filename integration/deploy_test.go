@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,6 +33,8 @@ type rendered struct {
 	roleBindings    []*rbacv1.RoleBinding
 	// monitors are the ServiceMonitors' and PodMonitors' label selectors, by name.
 	monitors map[string]map[string]string
+	// monitorLabels are their own labels, by name.
+	monitorLabels map[string]map[string]string
 }
 
 // renderOverlay builds deploy/overlays/<name> with kustomize's Go API (what
@@ -43,7 +46,8 @@ func renderOverlay(t *testing.T, name string) *rendered {
 	if err != nil {
 		t.Fatalf("kustomize build deploy/overlays/%s: %v", name, err)
 	}
-	r := &rendered{overlay: name, configMaps: map[string]*corev1.ConfigMap{}, monitors: map[string]map[string]string{}, roles: map[string]*rbacv1.Role{}}
+	r := &rendered{overlay: name, configMaps: map[string]*corev1.ConfigMap{}, monitors: map[string]map[string]string{},
+		monitorLabels: map[string]map[string]string{}, roles: map[string]*rbacv1.Role{}}
 	for _, res := range m.Resources() {
 		raw, err := res.AsYAML()
 		if err != nil {
@@ -97,6 +101,7 @@ func renderOverlay(t *testing.T, name string) *rendered {
 				t.Errorf("%s: %s %s selects nothing: %v", name, res.GetKind(), res.GetName(), err)
 			}
 			r.monitors[res.GetKind()+"/"+res.GetName()] = mon.Spec.Selector.MatchLabels
+			r.monitorLabels[res.GetKind()+"/"+res.GetName()] = res.GetLabels()
 		default:
 			t.Errorf("%s renders a %s, which is not checked here", name, res.GetKind())
 		}
@@ -146,6 +151,14 @@ func TestKubernetesOverlaysRenderAndHoldTogether(t *testing.T) {
 		ss := r.statefulSet
 		pod := ss.Spec.Template.Spec
 		checkStatefulSet(t, r.overlay, ss)
+		for _, v := range restrictedViolations(pod) {
+			t.Errorf("%s: the restricted Pod Security Standard refuses the pods: %s", r.overlay, v)
+		}
+		for name, labels := range r.monitorLabels {
+			if labels["release"] != ruleRelease(t) {
+				t.Errorf("%s: %s has release label %q, the PrometheusRule %q: the operator that loads one does not select the other", r.overlay, name, labels["release"], ruleRelease(t))
+			}
+		}
 		if !slices.Contains(r.serviceAccounts, pod.ServiceAccountName) {
 			t.Errorf("%s: the pods run as ServiceAccount %q, which the render does not ship (it ships %v)", r.overlay, pod.ServiceAccountName, r.serviceAccounts)
 		}
@@ -284,4 +297,142 @@ func canGetStatefulSets(r *rendered, sa string) bool {
 		}
 	}
 	return false
+}
+
+// restrictedViolations are the rules of the restricted Pod Security
+// Standard (kubernetes.io/docs/concepts/security/pod-security-standards,
+// the baseline's included) that pod breaks: what a namespace labelled
+// pod-security.kubernetes.io/enforce: restricted would refuse it for.
+func restrictedViolations(pod corev1.PodSpec) []string {
+	var out []string
+	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+		out = append(out, "host namespaces (hostNetwork, hostPID, hostIPC)")
+	}
+	sc := pod.SecurityContext
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
+	}
+	allowedVolume := func(v corev1.Volume) bool {
+		s := v.VolumeSource
+		return s.ConfigMap != nil || s.Secret != nil || s.EmptyDir != nil || s.Projected != nil || s.DownwardAPI != nil ||
+			s.PersistentVolumeClaim != nil || s.Ephemeral != nil || s.CSI != nil
+	}
+	for _, v := range pod.Volumes {
+		if !allowedVolume(v) {
+			out = append(out, fmt.Sprintf("volume %s is of a type restricted does not allow", v.Name))
+		}
+	}
+	for _, sysctl := range sc.Sysctls {
+		out = append(out, fmt.Sprintf("sysctl %s", sysctl.Name))
+	}
+	podSeccomp := sc.SeccompProfile != nil && (sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault || sc.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost)
+	if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+		out = append(out, "the pod runs as user 0")
+	}
+	containers := append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+	for _, c := range containers {
+		csc := c.SecurityContext
+		if csc == nil {
+			csc = &corev1.SecurityContext{}
+		}
+		if csc.Privileged != nil && *csc.Privileged {
+			out = append(out, c.Name+": privileged")
+		}
+		if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
+			out = append(out, c.Name+": allowPrivilegeEscalation is not false")
+		}
+		if csc.RunAsNonRoot == nil && (sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot) || csc.RunAsNonRoot != nil && !*csc.RunAsNonRoot {
+			out = append(out, c.Name+": runAsNonRoot is not true")
+		}
+		if csc.RunAsUser != nil && *csc.RunAsUser == 0 {
+			out = append(out, c.Name+": runs as user 0")
+		}
+		switch {
+		case csc.SeccompProfile == nil && !podSeccomp:
+			out = append(out, c.Name+": no seccompProfile RuntimeDefault or Localhost (pod or container)")
+		case csc.SeccompProfile != nil && csc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined:
+			out = append(out, c.Name+": seccompProfile Unconfined")
+		}
+		if csc.Capabilities == nil || !slices.Contains(csc.Capabilities.Drop, "ALL") {
+			out = append(out, c.Name+": capabilities do not drop ALL")
+		}
+		if csc.Capabilities != nil {
+			for _, add := range csc.Capabilities.Add {
+				if add != "NET_BIND_SERVICE" {
+					out = append(out, fmt.Sprintf("%s: adds capability %s", c.Name, add))
+				}
+			}
+		}
+		if csc.ProcMount != nil && *csc.ProcMount != corev1.DefaultProcMount {
+			out = append(out, c.Name+": procMount is not Default")
+		}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				out = append(out, fmt.Sprintf("%s: hostPort %d", c.Name, p.HostPort))
+			}
+		}
+	}
+	return out
+}
+
+// ruleRelease is the release label of the PrometheusRule in
+// deploy/monitoring, which the Prometheus Operator's selectors match.
+func ruleRelease(t *testing.T) string {
+	t.Helper()
+	var rule struct {
+		Metadata struct {
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(mustRead(t, "../deploy/monitoring/offloader-alerts.yaml")), &rule); err != nil {
+		t.Fatal(err)
+	}
+	if rule.Metadata.Labels["release"] == "" {
+		t.Fatal("the PrometheusRule has no release label")
+	}
+	return rule.Metadata.Labels["release"]
+}
+
+// The restricted check refuses what the restricted profile refuses: each
+// of these pods breaks one rule, the first none.
+func TestTheRestrictedCheckRefusesWhatTheProfileRefuses(t *testing.T) {
+	no, yes, root := false, true, int64(0)
+	good := func() corev1.PodSpec {
+		return corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{Name: "c", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no,
+				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+			Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}},
+		}
+	}
+	if v := restrictedViolations(good()); len(v) != 0 {
+		t.Fatalf("a restricted pod breaks %v", v)
+	}
+	for name, spoil := range map[string]func(*corev1.PodSpec){
+		"no seccomp":         func(p *corev1.PodSpec) { p.SecurityContext.SeccompProfile = nil },
+		"runAsNonRoot unset": func(p *corev1.PodSpec) { p.SecurityContext.RunAsNonRoot = nil },
+		"root":               func(p *corev1.PodSpec) { p.SecurityContext.RunAsUser = &root },
+		"escalation":         func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil },
+		"capabilities kept":  func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Capabilities = nil },
+		"a capability added": func(p *corev1.PodSpec) {
+			p.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		},
+		"privileged":   func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Privileged = &yes },
+		"host network": func(p *corev1.PodSpec) { p.HostNetwork = true },
+		"a hostPath volume": func(p *corev1.PodSpec) {
+			p.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}
+		},
+		"a host port": func(p *corev1.PodSpec) {
+			p.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		},
+		"an unconfined init": func(p *corev1.PodSpec) {
+			p.InitContainers = []corev1.Container{{Name: "i", SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}}
+		},
+	} {
+		p := good()
+		spoil(&p)
+		if v := restrictedViolations(p); len(v) == 0 {
+			t.Errorf("a pod with %s passes the restricted check", name)
+		}
+	}
 }
