@@ -99,6 +99,11 @@ const Steering = "POST /pause, /resume and /leave"
 // maxReason bounds a pause's reason (POST /pause?reason= or its JSON body).
 const maxReason = 256
 
+
+// unauthorized is the 401's hint. It names no secret, and reads the same
+// through package redact, which takes "Bearer" and the word after it for a
+// credential.
+const unauthorized = "missing or wrong admin token: send the header Authorization: Bearer <observability.admin_token>"
 // ServeHTTP routes the API's calls; every one needs the token when one is set.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var method string
@@ -116,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="offloader"`)
-		fail(w, http.StatusUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <observability.admin_token>")
+		fail(w, http.StatusUnauthorized, unauthorized)
 		return
 	}
 	if profile {
@@ -249,5 +254,7 @@ type apiError struct {
 func fail(w http.ResponseWriter, code int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(apiError{Code: code, Message: message})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // read by people with curl: <observability.admin_token>, not \u003c...
+	enc.Encode(apiError{Code: code, Message: message})
 }

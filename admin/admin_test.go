@@ -14,6 +14,7 @@ import (
 
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline/engine"
+	"github.com/offloader/offloader/redact"
 )
 
 // fakeEngine obeys a pause or resume at once, or never (stuck: its batch
@@ -98,7 +99,7 @@ func TestAWrongTokenGets401AndChangesNothing(t *testing.T) {
 				method = http.MethodGet
 			}
 			code, body, h := call(t, method, srv.URL+path, auth)
-			if code != http.StatusUnauthorized || !strings.Contains(body, "bearer token") || h.Get("WWW-Authenticate") == "" {
+			if code != http.StatusUnauthorized || !strings.Contains(body, unauthorized) || redact.String(body) != body || h.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s %s with %q: %d %s (WWW-Authenticate %q), want 401", method, path, auth, code, body, h.Get("WWW-Authenticate"))
 			}
 		}
