@@ -146,6 +146,7 @@ Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.`,
 	}
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
+	root.SetHelpCommand(helpCommand(root))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	byName := map[string]*cobra.Command{"": root}
 	for _, cmd := range commands() {
@@ -198,10 +199,44 @@ func (c *cli) cobra(cmd *command, last string) *cobra.Command {
 	// pflag's notices (a deprecated flag) go to stderr: cobra would print
 	// them on stdout, before a --output json document.
 	cc.Flags().SetOutput(c.stderr)
+	completeFlagValues(cc)
 	for _, group := range cmd.exclusive {
 		cc.MarkFlagsMutuallyExclusive(group...)
 	}
 	return cc
+}
+
+// helpCommand is `offloader help [COMMAND]`: a command's help, or, for a
+// name that is none, a usage error (exit 2) with the nearest names, where
+// cobra's own printed the command list and exited 0.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "Help about any command",
+		Long:  "The help of a command: offloader help migrate verify is offloader migrate verify --help.",
+		RunE: func(cc *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				words := strings.Join(args, " ")
+				msg := fmt.Sprintf("unknown command %q for %q", words, "offloader help")
+				// The nearest names under the last command that is one.
+				parent, unknown := root, args[0]
+				for _, a := range args {
+					child, _, err := parent.Find([]string{a})
+					if err != nil || child == parent {
+						unknown = a
+						break
+					}
+					parent = child
+				}
+				if s := parent.SuggestionsFor(unknown); len(s) > 0 {
+					msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+				}
+				return errors.New(msg)
+			}
+			return cmd.Help()
+		},
+	}
 }
 
 func indent(s string) string {

@@ -89,6 +89,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{nil, exitUsage, "Commands:"},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{[]string{"rnu"}, exitUsage, "Did you mean this?\n\trun\n"},
+		{[]string{"help", "chek"}, exitUsage, "unknown command \"chek\" for \"offloader help\"\n\nDid you mean this?\n\tcheck"},
+		{[]string{"help", "migrate", "verfy"}, exitUsage, "Did you mean this?\n\tverify"},
+		{[]string{"help", "migrate", "verify"}, exitOK, "source records = slim records + dead-lettered ones"},
 		{[]string{"migrate", "verfy"}, exitUsage, "unknown command \"verfy\" for \"offloader migrate\"\n\nDid you mean this?\n\tverify"},
 		{[]string{"run", "-c", "x.yaml"}, exitUsage, "unknown shorthand flag: 'c' in -c\nThe pipeline file is -F FILE (--config FILE)."},
 		{[]string{"cat", "-c", "x.yaml"}, exitUsage, "-c is the record count, as in kcat; the pipeline file is -F FILE (--config FILE)."},
@@ -310,6 +313,31 @@ func TestOutputFlagsAreChecked(t *testing.T) {
 	} {
 		if code, _, stderr := runCLI(nil, c.args...); code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("offloader %v: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// The shell completes the values of the flags that take one of a few words,
+// and --pipeline from the file -F names.
+func TestFlagValuesComplete(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "two.yaml")
+	if err := os.WriteFile(file, []byte("pipelines:\n  orders: {}\n  payments: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--output", ""}, "table\njson\n"},
+		{[]string{"status", "--output", ""}, "table\njson\n"},
+		{[]string{"cat", "--format", ""}, "json\nraw\n"},
+		{[]string{"cat", "--not-found", ""}, "error\nskip\npointer\n"},
+		{[]string{"run", "-F", file, "--pipeline", ""}, "orders\npayments\n"},
+		{[]string{"run", "-F", file, "--pipeline", "pay"}, "payments\n"},
+	} {
+		code, stdout, _ := runCLI(nil, append([]string{"__complete"}, c.args...)...)
+		if code != exitOK || !strings.HasPrefix(stdout, c.want+":4\n") {
+			t.Errorf("completing offloader %v: exit %d, %q; want %q and no file completion", c.args, code, stdout, c.want)
 		}
 	}
 }
