@@ -537,6 +537,11 @@ func (e *Engine) refreshLag() {
 		if !ok {
 			from, ok = e.board.committed[p]
 		}
+		if h, known := high[p]; !ok && known && h == 0 {
+			// Nothing was ever written there: no lag, whatever the
+			// position will be (status said "-" where it is 0).
+			from, ok = 0, true
+		}
 		if h, known := high[p]; ok && known && h >= from {
 			e.board.lags[p] = h - from
 			e.m.Lag(p, h-from)

@@ -608,6 +608,24 @@ func TestARevokedPartitionsLagIsNoLongerReported(t *testing.T) {
 	h.exactlyOnce(map[Partition]int{p0: 40, p1: 40})
 }
 
+// A partition nothing was ever written to has no lag (0), before any
+// position or committed offset is known: status and the lag metric agree.
+func TestAnEmptyPartitionHasNoLag(t *testing.T) {
+	h := filled(t, dlt.Rules{}, pipeline.Chain{identity{}}, 0, p0)
+	h.eng = h.build()
+	h.eng.assigned = []Partition{p0}
+	h.eng.refreshLag()
+	if lag, known := h.eng.board.lags[p0]; !known || lag != 0 {
+		t.Errorf("the lag of an empty partition: %d (known: %v), want 0", lag, known)
+	}
+	if n := h.m.get(func(m *fakeMetrics) int { return int(m.lag[p0]) + 10*len(m.lag) }); n != 10 {
+		t.Errorf("the lag metric: %d series, want one at 0", len(h.m.lag))
+	}
+	if ps := h.eng.board.partition(p0); ps.Lag != 0 {
+		t.Errorf("status lag %d, want 0", ps.Lag)
+	}
+}
+
 // Without Options.Metrics the engine reports nothing and runs the same: an
 // abort is rewound and every record committed once. An AbortError says
 // what must abort, and unwraps to why.
