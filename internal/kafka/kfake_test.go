@@ -194,7 +194,7 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 		only  []int32
 		until map[int32]int64
 	}{{Start{Offset: Beginning}, 60, nil, nil}, {Start{Offset: 15}, 15, nil, nil}, {Start{Tail: 3}, 9, nil, nil},
-		{Start{Tail: 3}, 3, []int32{1}, nil}, {Start{Offset: Beginning}, 40, []int32{0, 2}, nil},
+		{Start{Tail: 3}, 3, []int32{1}, nil}, {Start{Tail: 25}, 60, nil, nil}, {Start{Tail: 20}, 60, nil, nil}, {Start{Offset: Beginning}, 40, []int32{0, 2}, nil},
 		{Start{Offset: 5}, 27, nil, map[int32]int64{0: 10, 1: 12, 2: 30}}} {
 		r, err := OpenReader(ReaderOptions{Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"}, Topic: "raw", Partitions: c.only, From: c.from, Until: c.until})
 		if err != nil {
@@ -218,7 +218,7 @@ func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
 			if stop, ok := c.until[rec.Partition]; ok && rec.Offset >= stop {
 				t.Fatalf("until %v: read %d@%d", c.until, rec.Partition, rec.Offset)
 			}
-			if c.from.Tail > 0 && rec.Offset < 20-c.from.Tail {
+			if c.from.Tail > 0 && rec.Offset < max(0, 20-c.from.Tail) {
 				t.Fatalf("the last %d records: read offset %d of 20", c.from.Tail, rec.Offset)
 			}
 			n++

@@ -211,8 +211,10 @@ func (r *Reader) tailStarts(topic string, ids []int32, n int64) (map[int32]int64
 			return nil, fmt.Errorf("reading the end offsets of %s[%d]: %w", topic, id, err)
 		}
 		low[id], high[id] = l, h
-		if h <= l {
-			starts[id] = l // empty: nothing to look back over
+		if h-l <= n {
+			// No more offsets than records asked for (empty, or smaller
+			// than the tail): all of it, without reading it twice.
+			starts[id] = l
 			continue
 		}
 		pending = append(pending, id)
