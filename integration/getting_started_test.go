@@ -69,7 +69,7 @@ func wantAll(t *testing.T, out []byte, wants ...string) {
 // with more records, cat, and the clean-up. Only the topic, group and
 // container names are made unique.
 func TestGettingStartedGuideRuns(t *testing.T) {
-	name := fmt.Sprintf("it-gs-%d", time.Now().UnixNano()%1e9)
+	name := fmt.Sprintf("%sgs-%d", testPrefix, time.Now().UnixNano()%1e9)
 	out := runGuide(t, "../docs/getting-started.md", strings.NewReplacer("payments", name))
 	wantAll(t, out,
 		"round trip  300 of 300 records arrived once",

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -86,8 +87,9 @@ func within(d time.Duration) time.Time { return time.Now().Add(scaled(d)) }
 // scaled is d made as much longer as this machine is slower.
 func scaled(d time.Duration) time.Duration { return slowdown.Scale(d) }
 
-// deleteTestTopics deletes the topics the tests made (all named it-...), so
-// that a broker that outlives the run does not keep them.
+// deleteTestTopics deletes the topics this process's tests made (named
+// testPrefix...), so that a broker that outlives the run does not keep
+// them; another run's, on the same broker, go on.
 func deleteTestTopics() {
 	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
 	if err != nil {
@@ -100,7 +102,7 @@ func deleteTestTopics() {
 	}
 	var topics []string
 	for name := range md.Topics {
-		if strings.HasPrefix(name, "it-") {
+		if strings.HasPrefix(name, testPrefix) {
 			topics = append(topics, name)
 		}
 	}
@@ -142,8 +144,13 @@ func uniqueName(t testing.TB, kind string) string {
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	return fmt.Sprintf("it-%s-%s-%d-%d", kind, name, time.Now().UnixNano()%1e9, topicSeq.Add(1))
+	return fmt.Sprintf("%s%s-%s-%d-%d", testPrefix, kind, name, time.Now().UnixNano()%1e9, topicSeq.Add(1))
 }
+
+// testPrefix starts the names of this test process's topics: it- and the
+// process's id, so that at its end it deletes its own topics only, not
+// those of another run on the same broker.
+var testPrefix = "it-" + strconv.FormatInt(int64(os.Getpid()), 36) + "-"
 
 func newAdmin(t testing.TB) *kafka.AdminClient {
 	t.Helper()

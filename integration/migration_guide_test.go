@@ -17,7 +17,7 @@ import (
 // The translation is held to the group's own position on the fat topic: on
 // each partition the next record is the one after the last it read.
 func TestMigrationRunbookRuns(t *testing.T) {
-	name := fmt.Sprintf("it-mg-%d", time.Now().UnixNano()%1e9)
+	name := fmt.Sprintf("%smg-%d", testPrefix, time.Now().UnixNano()%1e9)
 	out := runGuide(t, "../docs/migration.md", strings.NewReplacer("orders", name, "billing", name+"-billing"))
 	wantAll(t, out,
 		"produced 90 records (",
