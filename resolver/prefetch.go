@@ -49,12 +49,16 @@ type Prefetcher struct {
 
 // prefetched is one record added: its fetch's outcome, once done is closed.
 type prefetched struct {
+	key    any // the caller's, handed back with it
 	value  []byte
 	header func(string) ([]byte, bool)
 	size   int64 // the stored size its pointer claims; 0 for other records
 	done   chan struct{}
 	res    Result
 	err    error
+	// discarded: taken out of the queue while its fetch ran; the fetch
+	// gives its bytes back when it ends.
+	discarded bool
 }
 
 // NewPrefetcher returns a Prefetcher resolving through r within limits. Its
@@ -70,11 +74,12 @@ func NewPrefetcher(ctx context.Context, r *Resolver, limits Prefetch) *Prefetche
 	return &Prefetcher{r: r, limits: limits, ctx: ctx, cancel: cancel}
 }
 
-// Add queues a record, by its value and header lookup: a pointer's fetch
+// Add queues a record, by its value and header lookup, with key, the
+// caller's own (its message, say), handed back by Next: a pointer's fetch
 // starts at once when the bounds allow, else when records before it are
 // handed out. Add never waits.
-func (p *Prefetcher) Add(value []byte, header func(name string) ([]byte, bool)) {
-	f := &prefetched{value: value, header: header, done: make(chan struct{})}
+func (p *Prefetcher) Add(key any, value []byte, header func(name string) ([]byte, bool)) {
+	f := &prefetched{key: key, value: value, header: header, done: make(chan struct{})}
 	if pointer.IsPointer(header) {
 		// A pointer that does not decode, or claims more than MaxSize,
 		// fails in Resolve without a fetch: it claims nothing here.
@@ -99,18 +104,18 @@ func (p *Prefetcher) Len() int {
 // its payload is fetched; ok is false when none is queued. err is the
 // record's own failure (errors.Is one of the package's errors), or ctx's:
 // then the record stays first, for the next call.
-func (p *Prefetcher) Next(ctx context.Context) (res Result, err error, ok bool) {
+func (p *Prefetcher) Next(ctx context.Context) (key any, res Result, err error, ok bool) {
 	p.mu.Lock()
 	if len(p.queue) == 0 {
 		p.mu.Unlock()
-		return Result{}, nil, false
+		return nil, Result{}, nil, false
 	}
 	f := p.queue[0] // started: nothing before it holds the bounds
 	p.mu.Unlock()
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		return Result{}, ctx.Err(), true
+		return f.key, Result{}, ctx.Err(), true
 	}
 	p.mu.Lock()
 	p.queue[0] = nil
@@ -119,7 +124,35 @@ func (p *Prefetcher) Next(ctx context.Context) (res Result, err error, ok bool) 
 	p.bytes -= f.size
 	p.startFetches()
 	p.mu.Unlock()
-	return f.res, f.err, true
+	return f.key, f.res, f.err, true
+}
+
+// Discard takes out of the queue the records whose keys drop names (those
+// of partitions a rebalance took away, say), fetched or not; the others
+// keep their order.
+func (p *Prefetcher) Discard(drop func(key any) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept, started := p.queue[:0], 0
+	for i, f := range p.queue {
+		switch {
+		case !drop(f.key):
+			kept = append(kept, f)
+			if i < p.started {
+				started++
+			}
+		case i < p.started && f.size > 0:
+			select {
+			case <-f.done: // fetched: its bytes are free now
+				p.bytes -= f.size
+			default: // fetching: they are when it ends
+				f.discarded = true
+			}
+		}
+	}
+	clear(p.queue[len(kept):])
+	p.queue, p.started = kept, started
+	p.startFetches()
 }
 
 // Close ends the fetches under way and waits for them.
@@ -158,9 +191,12 @@ func (p *Prefetcher) start(f *prefetched) {
 		f.res, f.err = p.r.Resolve(p.ctx, f.value, f.header)
 		p.mu.Lock()
 		p.objects--
+		if f.discarded {
+			p.bytes -= f.size
+		}
+		close(f.done)
 		p.startFetches()
 		p.mu.Unlock()
-		close(f.done)
 	}()
 }
 
@@ -184,11 +220,11 @@ func (r *Resolver) ResolveBatch(ctx context.Context, records []Record, limits Pr
 	p := NewPrefetcher(ctx, r, limits)
 	defer p.Close()
 	for _, rec := range records {
-		p.Add(rec.Value, rec.Header)
+		p.Add(nil, rec.Value, rec.Header)
 	}
 	out := make([]Resolved, 0, len(records))
 	for {
-		res, err, ok := p.Next(ctx)
+		_, res, err, ok := p.Next(ctx)
 		if !ok {
 			return out
 		}

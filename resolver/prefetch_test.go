@@ -114,7 +114,7 @@ func TestPrefetchHandsOutInOrderWhileFetchingAtOnce(t *testing.T) {
 	p := NewPrefetcher(context.Background(), r, Prefetch{Objects: 4})
 	defer p.Close()
 	for _, rec := range f.recs {
-		p.Add(rec.Value, rec.Header)
+		p.Add(nil, rec.Value, rec.Header)
 	}
 	// With every read held, exactly the first 4 pointers are being read.
 	waitFor(t, func() bool { n, _ := f.store.reading(); return n == 4 })
@@ -126,12 +126,12 @@ func TestPrefetchHandsOutInOrderWhileFetchingAtOnce(t *testing.T) {
 		f.store.release(fmt.Sprintf("p/t/0/%d", i))
 	}
 	for i, want := range f.values {
-		res, err, ok := p.Next(context.Background())
+		_, res, err, ok := p.Next(context.Background())
 		if !ok || err != nil || !bytes.Equal(res.Value, want) {
 			t.Fatalf("record %d: ok %v, err %v, %d bytes; want its %d bytes", i, ok, err, len(res.Value), len(want))
 		}
 	}
-	if _, _, ok := p.Next(context.Background()); ok || p.Len() != 0 {
+	if _, _, _, ok := p.Next(context.Background()); ok || p.Len() != 0 {
 		t.Errorf("a record after the last")
 	}
 	if f.store.most != 4 {
@@ -147,7 +147,7 @@ func TestPrefetchHoldsItsByteBound(t *testing.T) {
 	p := NewPrefetcher(context.Background(), f.resolver(Options{}), Prefetch{Objects: 16, Bytes: 1000})
 	defer p.Close()
 	for _, rec := range f.recs {
-		p.Add(rec.Value, rec.Header)
+		p.Add(nil, rec.Value, rec.Header)
 	}
 	// After each payload is handed out (with its inline record), the reads
 	// under way and every key read so far.
@@ -168,7 +168,7 @@ func TestPrefetchHoldsItsByteBound(t *testing.T) {
 		}
 		f.store.release(fmt.Sprintf("p/t/0/%d", i))
 		for j := range 2 {
-			if res, err, _ := p.Next(context.Background()); err != nil || !bytes.Equal(res.Value, f.values[2*i+j]) {
+			if _, res, err, _ := p.Next(context.Background()); err != nil || !bytes.Equal(res.Value, f.values[2*i+j]) {
 				t.Fatalf("record %d: %v", 2*i+j, err)
 			}
 		}
@@ -176,7 +176,7 @@ func TestPrefetchHoldsItsByteBound(t *testing.T) {
 	f.store.release("p/t/0/4")
 	f.store.release("p/t/0/5")
 	for p.Len() > 0 {
-		if _, err, _ := p.Next(context.Background()); err != nil {
+		if _, _, err, _ := p.Next(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,11 +221,11 @@ func TestPrefetchCloseEndsTheReads(t *testing.T) {
 	f.store.held = true
 	p := NewPrefetcher(context.Background(), f.resolver(Options{}), Prefetch{})
 	for _, rec := range f.recs {
-		p.Add(rec.Value, rec.Header)
+		p.Add(nil, rec.Value, rec.Header)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err, ok := p.Next(ctx); !ok || !errors.Is(err, context.DeadlineExceeded) || p.Len() != len(f.recs) {
+	if _, _, err, ok := p.Next(ctx); !ok || !errors.Is(err, context.DeadlineExceeded) || p.Len() != len(f.recs) {
 		t.Errorf("Next past its context: %v, %v, %d queued", ok, err, p.Len())
 	}
 	p.Close()
@@ -241,5 +241,46 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("the state waited for never came")
 		}
+	}
+}
+
+// Discard takes the records of the keys it names out of the queue, fetched,
+// fetching or not started, and gives their bytes back: the others come out
+// in order, and the reads behind the bound start.
+func TestPrefetchDiscardsRecordsAndTheirBytes(t *testing.T) {
+	f := newPrefetchFixture(8, func(int) int { return 300 })
+	f.store.held = true
+	p := NewPrefetcher(context.Background(), f.resolver(Options{}), Prefetch{Bytes: 1000})
+	defer p.Close()
+	for i, rec := range f.recs {
+		p.Add(i, rec.Value, rec.Header) // key: the record's index
+	}
+	waitFor(t, func() bool { n, _ := f.store.reading(); return n == 3 }) // 3 x 300 of 1,000 bytes
+	f.store.release("p/t/0/0")
+	waitFor(t, func() bool { n, _ := f.store.reading(); return n == 2 })
+	// Payload 0 fetched, 1 and 2 fetching, 3 on not started: the records
+	// of even payloads (index/2) dropped, odd ones kept.
+	p.Discard(func(key any) bool { return key.(int)/2%2 == 0 })
+	// 1 fetching, 2 fetching and discarded (its 300 bytes held until its
+	// read ends), 0 given back: 3 (600 + 300 <= 1,000) starts; 5 and 7 not.
+	waitFor(t, func() bool { n, keys := f.store.reading(); return n == 3 && keys == "[p/t/0/0 p/t/0/1 p/t/0/2 p/t/0/3]" })
+	f.store.release("p/t/0/2")
+	waitFor(t, func() bool { _, keys := f.store.reading(); return keys == "[p/t/0/0 p/t/0/1 p/t/0/2 p/t/0/3 p/t/0/5]" })
+	for _, k := range []string{"p/t/0/1", "p/t/0/3", "p/t/0/5", "p/t/0/7"} {
+		f.store.release(k)
+	}
+	var got []int
+	for {
+		key, res, err, ok := p.Next(context.Background())
+		if !ok {
+			break
+		}
+		if i := key.(int); err != nil || !bytes.Equal(res.Value, f.values[i]) {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		got = append(got, key.(int))
+	}
+	if fmt.Sprint(got) != "[2 3 6 7 10 11 14 15]" {
+		t.Errorf("handed out %v, want the records not discarded, in order", got)
 	}
 }
