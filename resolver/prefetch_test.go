@@ -263,7 +263,10 @@ func TestPrefetchDiscardsRecordsAndTheirBytes(t *testing.T) {
 	p.Discard(func(key any) bool { return key.(int)/2%2 == 0 })
 	// 1 fetching, 2 fetching and discarded (its 300 bytes held until its
 	// read ends), 0 given back: 3 (600 + 300 <= 1,000) starts; 5 and 7 not.
-	waitFor(t, func() bool { n, keys := f.store.reading(); return n == 3 && keys == "[p/t/0/0 p/t/0/1 p/t/0/2 p/t/0/3]" })
+	waitFor(t, func() bool {
+		n, keys := f.store.reading()
+		return n == 3 && keys == "[p/t/0/0 p/t/0/1 p/t/0/2 p/t/0/3]"
+	})
 	f.store.release("p/t/0/2")
 	waitFor(t, func() bool { _, keys := f.store.reading(); return keys == "[p/t/0/0 p/t/0/1 p/t/0/2 p/t/0/3 p/t/0/5]" })
 	for _, k := range []string{"p/t/0/1", "p/t/0/3", "p/t/0/5", "p/t/0/7"} {
