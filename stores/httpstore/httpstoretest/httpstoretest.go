@@ -50,7 +50,13 @@ type Server struct {
 	redirectPuts atomic.Int32
 	// dropPuts answers every PUT 201 and keeps nothing: a store that lies.
 	dropPuts atomic.Bool
+	// getLatency is how long each GET waits before it is answered.
+	getLatency atomic.Int64
 }
+
+// SetGetLatency makes each GET wait d before it is answered, as a store far
+// away does.
+func (s *Server) SetGetLatency(d time.Duration) { s.getLatency.Store(int64(d)) }
 
 // DropPuts, from now on while on, answers every PUT 201 Created and keeps
 // nothing, as a store that started lying after offloader's start-up probe.
@@ -158,6 +164,9 @@ func (s *Server) Keys() []string {
 // ServeHTTP implements the wire contract.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.requests.Add(1)
+	if d := time.Duration(s.getLatency.Load()); d > 0 && r.Method == http.MethodGet {
+		time.Sleep(d)
+	}
 	if s.faults && n%3 == 0 && s.fault(w, r, n) {
 		return
 	}
