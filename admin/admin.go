@@ -99,11 +99,11 @@ const Steering = "POST /pause, /resume and /leave"
 // maxReason bounds a pause's reason (POST /pause?reason= or its JSON body).
 const maxReason = 256
 
-
 // unauthorized is the 401's hint. It names no secret, and reads the same
 // through package redact, which takes "Bearer" and the word after it for a
 // credential.
 const unauthorized = "missing or wrong admin token: send the header Authorization: Bearer <observability.admin_token>"
+
 // ServeHTTP routes the API's calls; every one needs the token when one is set.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var method string
