@@ -50,11 +50,12 @@ func TestMigrationRunbookRuns(t *testing.T) {
 			t.Errorf("the pipeline's group before the cut-over: offset %s of %s, lag %s; want lag 0", row[1], row[2], row[3])
 		}
 	}
-	// The billing group's position on the fat topic, from kafka-consumer-groups.sh,
-	// is the next record the plan names on each partition.
+	// The billing group's position on the fat topic, from kafka-consumer-groups.sh
+	// (twice: beside the pipeline's group before the cut-over, and after the
+	// move), is the next record the plan names on each partition.
 	fat := regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`-billing\s+`+regexp.QuoteMeta(name)+`\.fat\s+(\d)\s+(\d+)\s`).FindAllSubmatch(out, -1)
 	plan := regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`\.slim\[(\d)\]\s+\S+\s+(\d+)\s+`+regexp.QuoteMeta(name)+`\.fat\[(\d)\]@(\d+)`).FindAllSubmatch(out, -1)
-	if len(fat) != 3 || len(plan) < 3 {
+	if len(fat) != 6 || len(plan) < 3 {
 		t.Fatalf("found %d fat positions and %d plan rows:\n%s", len(fat), len(plan), out)
 	}
 	next := map[string]string{}
