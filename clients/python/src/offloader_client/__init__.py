@@ -6,12 +6,12 @@ from .errors import (Checksum, Malformed, NotFound, PointerError, Refused, Store
                      UnknownStore, UnknownVersion)
 from .estimate import record_size
 from .pointer import Pointer, is_pointer, parse
-from .resolver import DEFAULT_MAX_BYTES, Resolver
+from .resolver import DEFAULT_MAX_BYTES, DEFAULT_PREFETCH_BYTES, DEFAULT_PREFETCH_OBJECTS, Resolved, Resolver
 from .serde import DEFAULT_THRESHOLD, Deserializer, Serializer
 from .stores import AzureBlobStore, FilesystemStore, HttpStore, S3Store, Store
 
 __all__ = [
     "AzureBlobStore", "Checksum", "DEFAULT_MAX_BYTES", "DEFAULT_THRESHOLD", "Deserializer", "FilesystemStore", "HttpStore",
-    "Malformed", "NotFound", "Pointer", "PointerError", "Refused", "Resolver", "S3Store", "Serializer", "Store", "StoreError",
+    "DEFAULT_PREFETCH_BYTES", "DEFAULT_PREFETCH_OBJECTS", "Malformed", "NotFound", "Pointer", "PointerError", "Refused", "Resolved", "Resolver", "S3Store", "Serializer", "Store", "StoreError",
     "TooLarge", "Unavailable", "UnknownStore", "UnknownVersion", "is_pointer", "parse", "record_size",
 ]

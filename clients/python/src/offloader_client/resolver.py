@@ -5,7 +5,9 @@ undone, and the size and SHA-256 verified; an inline-compressed value is
 decompressed; any other value comes back as it is."""
 
 import re
-from typing import Dict, Mapping, Optional
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Deque, Dict, Iterable, Iterator, Mapping, NamedTuple, Optional, Tuple
 
 from . import codecs
 from .errors import Checksum, Malformed, PointerError, TooLarge, Unavailable, UnknownStore, UnknownVersion
@@ -14,7 +16,16 @@ from .pointer import (CODECS, HEADER_INLINE_CODEC, HEADER_INLINE_SIZE, HEADER_PO
 from .stores import Store
 
 DEFAULT_MAX_BYTES = 64 << 20
+DEFAULT_PREFETCH_OBJECTS = 16
+DEFAULT_PREFETCH_BYTES = 64 << 20
+DEFAULT_PREFETCH_AHEAD = 500
 _DECIMAL = re.compile(rb"^[0-9]{1,18}$")
+
+
+class Resolved(NamedTuple):
+    """A record's outcome: its original value, or the PointerError it failed with."""
+    value: Optional[bytes]
+    error: Optional[PointerError]
 
 
 class Resolver:
@@ -76,3 +87,55 @@ class Resolver:
         if len(data) != p.size or sha256_hex(data) != p.sha256:
             raise Checksum(f"the payload of {p.key} does not match the pointer's size and SHA-256")
         return data
+
+    def prefetch(self, records: Iterable[Tuple[Optional[bytes], Headers]], objects: int = DEFAULT_PREFETCH_OBJECTS,
+                 max_bytes: int = DEFAULT_PREFETCH_BYTES, ahead: int = DEFAULT_PREFETCH_AHEAD) -> Iterator[Resolved]:
+        """Resolves (value, headers) records several at once and yields their
+        outcomes in the records' order, each failure on its own record: a
+        consumer reads at the store's bandwidth, not at one object's latency per
+        record. At most `objects` payloads are fetched at once, and at most
+        `max_bytes` (by the stored sizes the pointers claim) are fetching or
+        fetched and not yet yielded; a larger payload is fetched alone. At most
+        `ahead` records are taken from `records` before their outcomes are
+        yielded."""
+        pending: Deque[Tuple[object, int]] = deque()
+        held = 0
+        with ThreadPoolExecutor(max_workers=max(1, objects)) as pool:
+            try:
+                for value, headers in records:
+                    size = self._claim(value, headers)
+                    while pending and (held + size > max_bytes or len(pending) >= ahead):
+                        future, claimed = pending.popleft()
+                        held -= claimed
+                        yield future.result()
+                    pending.append((pool.submit(self._outcome, value, headers), size))
+                    held += size
+                while pending:
+                    future, _ = pending.popleft()
+                    yield future.result()
+            finally:
+                for future, _ in pending:
+                    future.cancel()
+
+    def resolve_batch(self, records: Iterable[Tuple[Optional[bytes], Headers]], objects: int = DEFAULT_PREFETCH_OBJECTS,
+                      max_bytes: int = DEFAULT_PREFETCH_BYTES) -> "list[Resolved]":
+        """prefetch's outcomes as a list, in the records' order (all values held at once)."""
+        return list(self.prefetch(records, objects, max_bytes))  # ahead: the default, as the list holds all
+
+    def _outcome(self, value: Optional[bytes], headers: Headers) -> Resolved:
+        try:
+            return Resolved(self.resolve(value, headers), None)
+        except PointerError as e:
+            return Resolved(None, e)
+
+    def _claim(self, value: Optional[bytes], headers: Headers) -> int:
+        """The bytes a record's fetch will hold: its pointer's stored_size (0 for
+        a record that is no pointer, or a pointer refused before any read)."""
+        h = dict(header_list(headers))
+        if h.get(HEADER_POINTER) != VERSION_1.encode():
+            return 0
+        try:
+            p = parse(value)
+        except PointerError:
+            return 0
+        return p.stored_size if p.stored_size <= self.max_bytes else 0
