@@ -35,3 +35,15 @@ def lay_out(layout, root):
         os.mkfifo(root.joinpath(*name.split("/")))
     for link, target in layout["symlinks"].items():
         os.symlink(target, root.joinpath(*link.split("/")))
+
+
+@pytest.fixture
+def vectors_resolver(vectors, tmp_path):
+    """A Resolver over a filesystem store holding the vectors' objects and layout."""
+    from offloader_client import FilesystemStore, Resolver
+    root = tmp_path / "root"
+    store = FilesystemStore(str(root))
+    for key, data in vectors["objects"].items():
+        store.put(key, base64.b64decode(data), {})
+    lay_out(vectors["filesystem"]["layout"], root)
+    return Resolver({"payloads": store}, max_bytes=64 << 20)

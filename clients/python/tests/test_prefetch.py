@@ -7,9 +7,7 @@ import hashlib
 import threading
 import time
 
-from offloader_client import Checksum, FilesystemStore, NotFound, Pointer, Resolver
-
-from conftest import lay_out
+from offloader_client import Checksum, NotFound, Pointer, Resolver
 
 POINTER_HEADERS = [("large-message", b"true"), ("offloader-pointer", b"v1")]
 
@@ -82,13 +80,8 @@ def test_a_failure_is_its_own_records():
             assert r.error is None and r.value == want[i], i
 
 
-def test_the_vectors_resolve_alike_through_prefetch(vectors, tmp_path):
-    root = tmp_path / "root"
-    store = FilesystemStore(str(root))
-    for key, data in vectors["objects"].items():
-        store.put(key, base64.b64decode(data), {})
-    lay_out(vectors["filesystem"]["layout"], root)
-    resolver = Resolver({"payloads": store}, max_bytes=64 << 20)
+def test_the_vectors_resolve_alike_through_prefetch(vectors, vectors_resolver):
+    resolver = vectors_resolver
     cases = vectors["cases"] + vectors["filesystem"]["cases"]
     recs = [(base64.b64decode(c["value_base64"]) if "value_base64" in c else c["value"].encode(),
              [(k, v.encode()) for k, v in c["headers"]]) for c in cases]

@@ -3,24 +3,11 @@
 import base64
 import hashlib
 
-import pytest
-
-from offloader_client import FilesystemStore, PointerError, Resolver
-
-from conftest import lay_out
+from offloader_client import PointerError
 
 
-@pytest.fixture
-def resolver(vectors, tmp_path):
-    root = tmp_path / "root"
-    store = FilesystemStore(str(root))
-    for key, data in vectors["objects"].items():
-        store.put(key, base64.b64decode(data), {})
-    lay_out(vectors["filesystem"]["layout"], root)
-    return Resolver({"payloads": store}, max_bytes=64 << 20)
-
-
-def test_every_vector_resolves_or_is_refused_in_its_class(vectors, resolver):
+def test_every_vector_resolves_or_is_refused_in_its_class(vectors, vectors_resolver):
+    resolver = vectors_resolver
     assert len(vectors["cases"]) > 40 and len(vectors["filesystem"]["cases"]) >= 8
     for case in vectors["cases"] + vectors["filesystem"]["cases"]:
         value = base64.b64decode(case["value_base64"]) if "value_base64" in case else case["value"].encode()
