@@ -56,3 +56,32 @@ func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 		t.Errorf("a JAAS configuration: %s; want one problem, on sasl.jaas.config", problems)
 	}
 }
+
+// The properties CheckReaderProperties refuses are exactly those the
+// reader's configuration sets over a user's: a user's value for any other
+// reaches the consumer, so nothing is dropped without a word.
+func TestTheReaderRefusesExactlyThePropertiesItOverwrites(t *testing.T) {
+	user := map[string]string{}
+	for name := range readerOwned {
+		user[name] = "users-value"
+	}
+	user["fetch.queue.backoff.ms"] = "users-value" // a default of the reader's: the user's wins
+	cm := readerConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
+	for name := range user {
+		_, owned := readerOwned[name]
+		if overwritten := (*cm)[name] != "users-value"; overwritten != owned {
+			t.Errorf("%s: overwritten by the reader %v, refused by CheckReaderProperties %v", name, overwritten, owned)
+		}
+	}
+	for name := range *cm {
+		if _, owned := readerOwned[name]; !owned && user[name] == "" && name != "fetch.queue.backoff.ms" {
+			user[name] = "users-value"
+		}
+	}
+	cm = readerConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
+	for name, v := range *cm {
+		if _, owned := readerOwned[name]; !owned && v != "users-value" {
+			t.Errorf("the reader overwrites %s, which CheckReaderProperties lets through", name)
+		}
+	}
+}
