@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,15 +24,17 @@ import (
 	"github.com/offloader/offloader/stores/httpstore/httpstoretest"
 )
 
-// BenchmarkGoReaders reads a slim topic of pointers to 1 MiB payloads with
+// BenchmarkReaders reads a slim topic of pointers to 1 MiB payloads with
 // the Go resolver twice, in one run: one pointer at a time (confluent.Resolve
 // after each ReadMessage), and through the prefetching confluent.Consumer
 // (16 payloads at once); and, as the ceiling, the store's own GETs of the
 // same objects, 16 at once. On Azurite (1,000 payloads) and on the HTTP
 // store with 20 ms and 50 ms added to each GET (300 payloads: it holds them
 // in memory). It reports each rate in MB/s and the ratios prefetch /
-// sequential and prefetch / store. Run with make bench.
-func BenchmarkGoReaders(b *testing.B) {
+// sequential and prefetch / store. The Java and Python readers read the same
+// topic the same two ways, each in its own process (otherReaders). Run with
+// make bench.
+func BenchmarkReaders(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		n       int
@@ -37,8 +44,12 @@ func BenchmarkGoReaders(b *testing.B) {
 			for range b.N {
 				var store stores.Store
 				var srv *httpstoretest.Server
+				var javaStore, pythonStore []string // the same store's settings for the Java and Python readers
 				if c.latency == 0 {
-					store = openAzure(b, uniqueName(b, "c"))
+					container := uniqueName(b, "c")
+					store = openAzure(b, container)
+					javaStore = []string{"large.message.payload.store.class=azblob", "azblob.connection.string=" + azureConnStr, "azblob.container=" + container}
+					pythonStore = []string{"azblob", azureConnStr, container}
 				} else {
 					srv = httpstoretest.New(b, false, 0)
 					cfg := httpstore.DefaultConfig()
@@ -48,6 +59,8 @@ func BenchmarkGoReaders(b *testing.B) {
 						b.Fatal(err)
 					}
 					store = s
+					javaStore = []string{"large.message.payload.store.class=http", "http.url=" + srv.URL, "http.auth.token=" + httpstoretest.Token}
+					pythonStore = []string{"http", srv.URL, httpstoretest.Token}
 				}
 				slim := uniqueName(b, "slim")
 				createTopic(b, slim, 3, nil)
@@ -66,6 +79,7 @@ func BenchmarkGoReaders(b *testing.B) {
 				b.ReportMetric(mb/ceiling.Seconds(), "store-MB/s")
 				b.ReportMetric(sequential.Seconds()/prefetched.Seconds(), "prefetch/sequential")
 				b.ReportMetric(ceiling.Seconds()/prefetched.Seconds(), "prefetch/store")
+				otherReaders(b, slim, c.n, javaStore, pythonStore)
 			}
 		})
 	}
@@ -189,4 +203,48 @@ func parallelGets(b *testing.B, store stores.Store, keys []string) time.Duration
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// otherReaders times the Java readers (clients/java's ReaderTimer: the
+// LargeMessageDeserializer, then the LargeMessageConsumer) and the Python
+// ones (clients/python/bench/time_readers.py: the Deserializer, then the
+// prefetching Consumer) on n records of topic, each in its own process, and
+// reports their rates, the ratio prefetch / sequential and each process's
+// peak RSS.
+func otherReaders(b *testing.B, topic string, n int, javaStore, pythonStore []string) {
+	b.Helper()
+	args := []string{bootstrap, topic, strconv.Itoa(n)}
+	for _, r := range []struct {
+		lang string
+		cmd  func(mode string) *exec.Cmd
+	}{
+		{"java", func(mode string) *exec.Cmd {
+			return command("java", slices.Concat([]string{"-cp", javaClasspath(b), "io.offloader.serde.ReaderTimer"}, args, []string{mode}, javaStore)...)
+		}},
+		{"python", func(mode string) *exec.Cmd {
+			return command(pythonEnv(b), slices.Concat([]string{"../clients/python/bench/time_readers.py"}, args, []string{mode}, pythonStore)...)
+		}},
+	} {
+		var took [2]float64
+		for i, mode := range []string{"sequential", "prefetch"} {
+			cmd := r.cmd(mode)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			var res struct{ Seconds float64 }
+			if err == nil {
+				err = json.Unmarshal(out, &res)
+			}
+			if err != nil || res.Seconds <= 0 {
+				b.Fatalf("the %s %s reader: %v %q\n%s", r.lang, mode, err, out, tail(stderr.String(), 30))
+			}
+			took[i] = res.Seconds
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				b.ReportMetric(float64(ru.Maxrss)/1024, r.lang+"-"+mode+"-peak-RSS-MiB") // Linux: KiB
+			}
+		}
+		b.ReportMetric(float64(n)/took[0], r.lang+"-sequential-MB/s")
+		b.ReportMetric(float64(n)/took[1], r.lang+"-prefetch-MB/s")
+		b.ReportMetric(took[0]/took[1], r.lang+"-prefetch/sequential")
+	}
 }

@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 	}
 	f, from := slowdown.Factor()
 	fmt.Fprintf(os.Stderr, "integration: waits last %.1f times as long as on a quiet machine (%s; set %s to choose)\n", f, from, slowdown.Env)
+	os.Setenv(slowdown.Env, strconv.FormatFloat(f, 'f', 2, 64)) // the JUnit tests and pytest wait as long
 	if err := waitForBroker(60 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "Kafka at %s does not answer: %v\n", bootstrap, err)
 		os.Exit(1)

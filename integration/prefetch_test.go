@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -157,6 +159,91 @@ func TestThePrefetchingConsumerKeepsOrderFailuresAndRebalances(t *testing.T) {
 			t.Errorf("policy %d: records handed out twice across the rebalance: %v", policy, dups)
 		}
 	}
+}
+
+// Sixty-four records pointing at 16 MiB payloads, which the consumer polls
+// at once, go through the prefetching consumer at its default bound of
+// 64 MiB: the live Go heap (measured at each GC) never holds more than the
+// bound and the record the caller holds, where resolving the poll at once
+// would hold 1 GiB. Every record is handed out in order, verified.
+func TestThePrefetchBoundHoldsSixtyFourPayloadsOf16MiB(t *testing.T) {
+	// Not parallel: it measures the process's heap, which parallel tests share.
+	store := openAzure(t, uniqueName(t, "c"))
+	slim := uniqueName(t, "slim")
+	createTopic(t, slim, 1, nil)
+	payload := bytes.Repeat([]byte("sixty-four of sixteen "), (16<<20)/22+1)[:16<<20]
+	if err := store.Put(context.Background(), "big/one", payload, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum := pointer.Digest(sha256.Sum256(payload))
+	// One object, sixty-four pointers to it: each record resolves to its own 16 MiB.
+	value := pointer.Pointer{Store: "payloads", Key: "big/one", Size: 16 << 20, SHA256: sum, Codec: pointer.CodecNone, StoredSize: 16 << 20}.Encode()
+	headers := []kafka.Header{{Key: pointer.HeaderLargeMessage, Value: []byte("true")}, {Key: pointer.HeaderPointer, Value: []byte(pointer.Version1)}}
+	var recs []sourceRecord
+	for i := range 64 {
+		recs = append(recs, sourceRecord{key: []byte(strconv.Itoa(i)), value: value, headers: headers})
+	}
+	produceRecords(t, slim, recs)
+	payload = nil
+
+	kc, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": uniqueName(t, "g"),
+		"auto.offset.reset": "earliest", "enable.auto.offset.store": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	res := resolver.New(resolver.Options{Stores: map[string]stores.Store{"payloads": store}})
+	c := rconfluent.NewConsumer(context.Background(), kc, res, resolver.Prefetch{}, 0)
+	defer c.Close()
+	if err := c.Subscribe([]string{slim}, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	base := heapLive()
+	peak := base
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() { // the live heap changes at the end of each GC: sample it often
+		defer close(sampled)
+		for {
+			peak = max(peak, heapLive())
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	deadline := within(3 * time.Minute)
+	for i := 0; i < 64; {
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d of 64 records", i)
+		}
+		m, r, err := c.Next(context.Background(), 200*time.Millisecond)
+		if m == nil {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil || string(m.Key) != strconv.Itoa(i) || pointer.Digest(sha256.Sum256(r.Value)) != sum {
+			t.Fatalf("record %s (want %d): %v, %d bytes", m.Key, i, err, len(r.Value))
+		}
+		i++
+	}
+	close(stop)
+	<-sampled
+	// The bound, the record in hand and a 16 MiB fetch's buffer growing past its claim.
+	if limit := resolver.DefaultPrefetchBytes + 2*(16<<20); peak-base > uint64(limit) {
+		t.Errorf("the live heap grew by %d MiB reading 64 payloads of 16 MiB, over %d MiB (the 64 MiB bound and one record in hand)", (peak-base)>>20, limit>>20)
+	}
+	t.Logf("the live heap grew by at most %d MiB over %d MiB reading 1 GiB of payloads", (peak-base)>>20, base>>20)
+}
+
+// heapLive is the Go heap's live bytes as of the last GC (runtime/metrics).
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // isNoOffset: a commit with nothing stored to commit.

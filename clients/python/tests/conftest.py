@@ -2,6 +2,7 @@ import base64
 import json
 import os
 import pathlib
+import uuid
 
 import pytest
 
@@ -19,6 +20,17 @@ def live(name):
     if not value:
         pytest.skip(f"{name} is not set: the real broker and stores are needed (make test starts them)")
     return value
+
+
+def azure_store():
+    """An AzureBlobStore over a new container of the real Azurite."""
+    from azure.storage.blob import BlobServiceClient
+
+    from offloader_client import AzureBlobStore
+    conn = live("TEST_AZURE_CONNECTION_STRING")
+    container = "py-" + uuid.uuid4().hex[:12]
+    BlobServiceClient.from_connection_string(conn).create_container(container)
+    return AzureBlobStore(container=container, connection_string=conn)
 
 
 def lay_out(layout, root):

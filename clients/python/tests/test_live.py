@@ -6,19 +6,10 @@ import os
 import uuid
 
 import pytest
-from conftest import live
+from conftest import azure_store, live
 
-from offloader_client import AzureBlobStore, Deserializer, NotFound, Pointer, Resolver, S3Store, Serializer, parse
+from offloader_client import Deserializer, NotFound, Pointer, Resolver, S3Store, Serializer, parse
 from offloader_client.pointer import HEADER_POINTER
-
-
-def azure_store():
-    from azure.storage.blob import BlobServiceClient
-
-    conn = live("TEST_AZURE_CONNECTION_STRING")
-    container = "py-" + uuid.uuid4().hex[:12]
-    BlobServiceClient.from_connection_string(conn).create_container(container)
-    return AzureBlobStore(container=container, connection_string=conn)
 
 
 def s3_store():

@@ -91,3 +91,44 @@ def test_the_vectors_resolve_alike_through_prefetch(vectors, vectors_resolver):
         else:
             assert "reject" not in case, case["name"]
             assert hashlib.sha256(r.value).hexdigest() == case["sha256"], case["name"]
+
+
+class CountingStore(SlowStore):
+    """SlowStore counting its reads by key."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = {}
+
+    def get(self, key, limit):
+        with self.lock:
+            self.reads[key] = self.reads.get(key, 0) + 1
+        return super().get(key, limit)
+
+
+def test_the_cache_reads_an_object_once_within_its_bytes():
+    store = CountingStore()
+    a, b, c = (pointer_to(store, k, bytes([n]) * 1000) for n, k in enumerate(["a", "b", "c"]))
+    resolver = Resolver({"mem": store}, cache_bytes=2000)
+    for p in (a, a, b, a, c, b, a):
+        resolver.resolve(p, POINTER_HEADERS)
+    # a and b fit; a's hit makes b the least recently used, which c pushes
+    # out; b, read again, pushes out a, read again last.
+    assert store.reads == {"a": 2, "b": 2, "c": 1}, store.reads
+    assert Resolver({"mem": store}).resolve(a, POINTER_HEADERS) == b"\x00" * 1000
+    assert store.reads["a"] == 3  # no cache by default
+
+
+def test_the_cache_keeps_only_verified_payloads():
+    store = CountingStore()
+    good = pointer_to(store, "k", b"g" * 100)
+    resolver = Resolver({"mem": store}, cache_bytes=1 << 20)
+    store.objects["k"] = b"x" * 100  # corrupt before the first read
+    for _ in range(2):
+        try:
+            resolver.resolve(good, POINTER_HEADERS)
+        except Checksum:
+            pass
+        else:
+            raise AssertionError("a corrupt object resolved")
+    assert store.reads == {"k": 2}, "a failed read was cached"

@@ -5,7 +5,8 @@ undone, and the size and SHA-256 verified; an inline-compressed value is
 decompressed; any other value comes back as it is."""
 
 import re
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Deque, Dict, Iterable, Iterator, Mapping, NamedTuple, Optional, Tuple
 
@@ -34,11 +35,19 @@ class Resolver:
     max_bytes is the largest payload it accepts (64 MiB by default): a pointer
     claiming more is refused before anything is read, and no read makes more
     than the pointer's stored_size plus one byte.
+
+    cache_bytes keeps that many bytes of verified payloads in memory, by store,
+    key and SHA-256, least recently used out first (0, the default: none), as
+    the Java deserializer's large.message.cache.bytes: records that point at
+    the same object (a value produced again, a topic read twice) read it once.
     """
 
-    def __init__(self, stores: Mapping[str, Store], max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, stores: Mapping[str, Store], max_bytes: int = DEFAULT_MAX_BYTES, cache_bytes: int = 0):
+        if cache_bytes < 0:
+            raise ValueError(f"cache_bytes {cache_bytes} must be 0 (no cache) or more")
         self.stores: Dict[str, Store] = dict(stores)
         self.max_bytes = max_bytes
+        self._cache = _Cache(cache_bytes) if cache_bytes else None
 
     def resolve(self, value: Optional[bytes], headers: Headers) -> Optional[bytes]:
         """The record's original value (None for a tombstone). Raises a PointerError
@@ -80,12 +89,17 @@ class Resolver:
         check_key(p.key)
         if p.size > self.max_bytes or p.stored_size > self.max_bytes:
             raise TooLarge(f"a payload of {max(p.size, p.stored_size)} bytes, more than max_bytes {self.max_bytes}")
+        cached = self._cache.get((p.store, p.key, p.sha256)) if self._cache else None
+        if cached is not None:
+            return cached
         stored = store.get(p.key, p.stored_size)
         if len(stored) != p.stored_size:
             raise Checksum(f"the object {p.key} holds {len(stored)} bytes, the pointer says {p.stored_size}")
         data = codecs.decode(p.codec, stored, p.size)
         if len(data) != p.size or sha256_hex(data) != p.sha256:
             raise Checksum(f"the payload of {p.key} does not match the pointer's size and SHA-256")
+        if self._cache:
+            self._cache.put((p.store, p.key, p.sha256), data)
         return data
 
     def prefetch(self, records: Iterable[Tuple[Optional[bytes], Headers]], objects: int = DEFAULT_PREFETCH_OBJECTS,
@@ -94,7 +108,7 @@ class Resolver:
         outcomes in the records' order, each failure on its own record: a
         consumer reads at the store's bandwidth, not at one object's latency per
         record. At most `objects` payloads are fetched at once, and at most
-        `max_bytes` (by the stored sizes the pointers claim) are fetching or
+        `max_bytes` (by what the pointers claim: see claim) are fetching or
         fetched and not yet yielded; a larger payload is fetched alone. At most
         `ahead` records are taken from `records` before their outcomes are
         yielded."""
@@ -103,7 +117,7 @@ class Resolver:
         with ThreadPoolExecutor(max_workers=max(1, objects)) as pool:
             try:
                 for value, headers in records:
-                    size = self._claim(value, headers)
+                    size = self.claim(value, headers)
                     while pending and (held + size > max_bytes or len(pending) >= ahead):
                         future, claimed = pending.popleft()
                         held -= claimed
@@ -128,9 +142,10 @@ class Resolver:
         except PointerError as e:
             return Resolved(None, e)
 
-    def _claim(self, value: Optional[bytes], headers: Headers) -> int:
-        """The bytes a record's fetch will hold: its pointer's stored_size (0 for
-        a record that is no pointer, or a pointer refused before any read)."""
+    def claim(self, value: Optional[bytes], headers: Headers) -> int:
+        """The bytes a record's payload holds while fetched and once resolved:
+        its pointer's size, plus its stored_size when a codec was used (0 for a
+        record that is no pointer, or a pointer refused before any read)."""
         h = dict(header_list(headers))
         if h.get(HEADER_POINTER) != VERSION_1.encode():
             return 0
@@ -138,4 +153,34 @@ class Resolver:
             p = parse(value)
         except PointerError:
             return 0
-        return p.stored_size if p.stored_size <= self.max_bytes else 0
+        if p.size > self.max_bytes or p.stored_size > self.max_bytes:
+            return 0
+        return p.size + (p.stored_size if p.codec != codecs.NONE else 0)
+
+class _Cache:
+    """Verified payloads by (store, key, SHA-256), at most capacity bytes, least
+    recently used out first; safe from the prefetch threads."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.held = capacity, 0
+        self.entries: "OrderedDict[Tuple[str, str, str], bytes]" = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Tuple[str, str, str]) -> Optional[bytes]:
+        with self.lock:
+            data = self.entries.get(key)
+            if data is not None:
+                self.entries.move_to_end(key)
+            return data
+
+    def put(self, key: Tuple[str, str, str], data: bytes) -> None:
+        if len(data) > self.capacity:
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = data
+            self.held += len(data)
+            while self.held > self.capacity:
+                _, old = self.entries.popitem(last=False)
+                self.held -= len(old)

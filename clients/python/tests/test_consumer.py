@@ -1,0 +1,136 @@
+"""The prefetching Consumer on the real broker and Azurite (make test sets
+TEST_KAFKA_BOOTSTRAP and TEST_AZURE_CONNECTION_STRING): each partition's order,
+the byte bound of a call, failures on their own records, stored offsets."""
+
+import hashlib
+import os
+import time
+import uuid
+
+import pytest
+from conftest import azure_store, live
+
+
+from offloader_client import Checksum, Consumer, NotFound, Resolver, Serializer, parse
+
+
+def deadline(seconds):
+    """seconds from now, OFFLOADER_TEST_SLOWDOWN times longer on a loaded machine (make test sets it)."""
+    return time.monotonic() + seconds * max(1.0, float(os.environ.get("OFFLOADER_TEST_SLOWDOWN") or 1))
+
+
+def produce(bootstrap, store, values, partitions):
+    """Produces values through the Serializer (over 16 KiB: to the store) to
+    partition i % partitions, keyed by i; returns the topic and the pointers
+    (None: inline)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = "py-consumer-" + uuid.uuid4().hex[:12]
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    serializer = Serializer(store, store_name="blob", threshold=16 << 10, prefix="py-consumer")
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    pointers = []
+    for i, v in enumerate(values):
+        headers = []
+        data = serializer(v, type("Ctx", (), {"headers": headers, "topic": topic})())
+        pointers.append(parse(data) if headers else None)
+        producer.produce(topic, key=str(i).encode(), value=data, headers=headers, partition=i % partitions)
+    assert producer.flush(30) == 0
+    return topic, pointers
+
+
+def consumer(bootstrap, topic, store, **kw):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-" + uuid.uuid4().hex, "auto.offset.reset": "earliest",
+                  "enable.auto.offset.store": False, "enable.auto.commit": False}, Resolver({"blob": store}), **kw)
+    c.consumer.subscribe([topic])
+    return c
+
+
+def test_partition_order_the_byte_bound_and_stored_offsets():
+    from confluent_kafka import TopicPartition
+
+    bootstrap, store = live("TEST_KAFKA_BOOTSTRAP"), azure_store()
+    # Interleaved sizes: every third value 1 MiB and offloaded, the others 1 KiB and inline.
+    values = [os.urandom((1 << 20) + i if i % 3 == 0 else 1024) for i in range(60)]
+    topic, _ = produce(bootstrap, store, values, 2)
+    bound = 3 << 20
+    offsets = {0: [], 1: []}
+    with consumer(bootstrap, topic, store, max_bytes=bound) as c:
+        end = deadline(120)
+        while sum(map(len, offsets.values())) < len(values):
+            assert time.monotonic() < end, f"read {offsets}"
+            got = c.consume(500, 0.5)
+            held = 0
+            for m, r in got:
+                assert m.error() is None and r.error is None, (m.error(), r.error)
+                assert r.value == values[int(m.key())], f"record {m.key()}"
+                offsets[m.partition()].append(m.offset())
+                held += len(r.value)
+            assert held <= bound, f"one call returned {held} bytes of values, over {bound}"
+            c.consumer.commit(asynchronous=False)
+        committed = c.consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 30)
+        assert [tp.offset for tp in committed] == [30, 30]
+    assert offsets == {0: list(range(30)), 1: list(range(30))}
+
+
+def test_a_missing_or_corrupt_object_fails_its_record_alone():
+    bootstrap, store = live("TEST_KAFKA_BOOTSTRAP"), azure_store()
+    values = [os.urandom(100 << 10) for _ in range(10)]
+    topic, pointers = produce(bootstrap, store, values, 1)
+    store.container.delete_blob(pointers[3].key)
+    wrong = bytearray(values[6])
+    wrong[0] ^= 1
+    store.put(pointers[6].key, bytes(wrong), {})
+    for skip in (False, True):
+        outcomes = {}
+        with consumer(bootstrap, topic, store, skip_not_found=skip) as c:
+            end = deadline(120)
+            while len(outcomes) < len(values):
+                assert time.monotonic() < end, f"read {sorted(outcomes)}"
+                for m, r in c.consume(500, 0.5):
+                    outcomes[int(m.key())] = r
+        for i, r in outcomes.items():
+            if i == 3 and not skip:
+                assert isinstance(r.error, NotFound) and r.value is None
+            elif i == 3:
+                assert r.error is None and r.value is None
+            elif i == 6:
+                assert isinstance(r.error, Checksum) and r.value is None
+            else:
+                assert r.error is None and hashlib.sha256(r.value).digest() == hashlib.sha256(values[i]).digest(), i
+
+
+def test_kafkas_own_offset_store_is_refused():
+    with pytest.raises(ValueError, match="enable.auto.offset.store"):
+        Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, Resolver({}))
+
+
+def test_sixty_four_payloads_of_16_mib_come_within_the_bound():
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap, store = live("TEST_KAFKA_BOOTSTRAP"), azure_store()
+    payload = os.urandom(16 << 20)
+    headers = []
+    pointer = Serializer(store, store_name="blob", threshold=16 << 10, prefix="py-consumer")(
+        payload, type("Ctx", (), {"headers": headers, "topic": "t"})())
+    # 64 pointers to one 16 MiB object: 1 GiB of payloads, which one call of the consumer gets at once.
+    topic = "py-consumer-" + uuid.uuid4().hex[:12]
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(64):
+        producer.produce(topic, key=str(i).encode(), value=pointer, headers=headers)
+    assert producer.flush(30) == 0
+    digest, read = hashlib.sha256(payload).digest(), 0
+    del payload
+    with consumer(bootstrap, topic, store) as c:
+        end = deadline(180)
+        while read < 64:
+            assert time.monotonic() < end, f"read {read} of 64"
+            got = c.consume(500, 0.5)
+            assert len(got) <= 4, f"one call returned {len(got)} payloads of 16 MiB, over the 64 MiB bound"
+            for m, r in got:
+                assert m.key() == str(read).encode() and r.error is None, (m.key(), r.error)
+                assert hashlib.sha256(r.value).digest() == digest
+                read += 1
