@@ -27,7 +27,8 @@ def produce(bootstrap, store, values, partitions):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = "py-consumer-" + uuid.uuid4().hex[:12]
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped client ends its calls
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     serializer = Serializer(store, store_name="blob", threshold=16 << 10, prefix="py-consumer")
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     pointers = []
@@ -40,10 +41,13 @@ def produce(bootstrap, store, values, partitions):
     return topic, pointers
 
 
-def consumer(bootstrap, topic, store, **kw):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-" + uuid.uuid4().hex, "auto.offset.reset": "earliest",
+def consumer(bootstrap, topic, store, group=None, on_revoke=None, **kw):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group or "g-" + uuid.uuid4().hex, "auto.offset.reset": "earliest",
                   "enable.auto.offset.store": False, "enable.auto.commit": False}, Resolver({"blob": store}), **kw)
-    c.consumer.subscribe([topic])
+    if on_revoke is not None:
+        c.subscribe([topic], on_revoke=on_revoke)
+        return c
+    c.subscribe([topic])
     return c
 
 
@@ -68,7 +72,8 @@ def test_partition_order_the_byte_bound_and_stored_offsets():
                 offsets[m.partition()].append(m.offset())
                 held += len(r.value)
             assert held <= bound, f"one call returned {held} bytes of values, over {bound}"
-            c.consumer.commit(asynchronous=False)
+            if got:
+                c.consumer.commit(asynchronous=False)
         committed = c.consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 30)
         assert [tp.offset for tp in committed] == [30, 30]
     assert offsets == {0: list(range(30)), 1: list(range(30))}
@@ -101,6 +106,53 @@ def test_a_missing_or_corrupt_object_fails_its_record_alone():
                 assert r.error is None and hashlib.sha256(r.value).digest() == hashlib.sha256(values[i]).digest(), i
 
 
+def test_a_rebalance_neither_loses_nor_duplicates_for_a_committing_consumer():
+    from confluent_kafka import KafkaError, KafkaException
+
+    bootstrap, store = live("TEST_KAFKA_BOOTSTRAP"), azure_store()
+    values = [os.urandom(20 << 10) for _ in range(200)]
+    topic, _ = produce(bootstrap, store, values, 4)
+    group, seen, by = "g-" + uuid.uuid4().hex, {}, {"a": 0, "b": 0}
+
+    def commit(kc, partitions):  # what was returned, before the partitions go
+        try:
+            kc.commit(asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                raise
+
+    def drain(name, c):
+        got = c.consume(30, 0.2)  # at most 10 fit: the others wait in the wrapper
+        for m, r in got:
+            assert r.error is None and r.value == values[int(m.key())], m.key()
+            seen[m.key()] = seen.get(m.key(), 0) + 1
+        by[name] += len(got)
+        if got:
+            c.consumer.commit(asynchronous=False)
+
+    # 200 KiB a call: 10 records, the others of a consume wait in the wrapper.
+    with consumer(bootstrap, topic, store, group, on_revoke=commit, max_bytes=200 << 10) as a:
+        end = deadline(120)
+        while len(seen) < 40:
+            assert time.monotonic() < end, f"a read {len(seen)}"
+            drain("a", a)
+        # a stops taking new records, so that b joins while records are left for both.
+        a.consumer.pause(a.consumer.assignment())
+        with consumer(bootstrap, topic, store, group, on_revoke=commit, max_bytes=200 << 10) as b:
+            while not b.consumer.assignment():
+                assert time.monotonic() < end, "b got no partition"
+                drain("a", a)  # it takes part in the rebalance
+                drain("b", b)
+            a.consumer.resume(a.consumer.assignment())
+            while len(seen) < len(values):
+                assert time.monotonic() < end, f"read {len(seen)} of {len(values)}"
+                drain("a", a)
+                drain("b", b)
+    assert by["b"] > 0, "b read nothing after the rebalance"
+    assert {k: n for k, n in seen.items() if n != 1} == {}, "records read twice"
+    assert len(seen) == len(values)
+
+
 def test_kafkas_own_offset_store_is_refused():
     with pytest.raises(ValueError, match="enable.auto.offset.store"):
         Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, Resolver({}))
@@ -117,7 +169,8 @@ def test_sixty_four_payloads_of_16_mib_come_within_the_bound():
         payload, type("Ctx", (), {"headers": headers, "topic": "t"})())
     # 64 pointers to one 16 MiB object: 1 GiB of payloads, which one call of the consumer gets at once.
     topic = "py-consumer-" + uuid.uuid4().hex[:12]
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(64):
         producer.produce(topic, key=str(i).encode(), value=pointer, headers=headers)

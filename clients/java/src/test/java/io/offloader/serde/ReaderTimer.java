@@ -1,12 +1,19 @@
 package io.offloader.serde;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -19,8 +26,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * sequential reads N records through a KafkaConsumer with the
  * LargeMessageDeserializer (one payload at a time), prefetch through the
- * LargeMessageConsumer; each record's value must come back. It prints
- * {"seconds": S}: from the first record received to the last resolved.
+ * LargeMessageConsumer; each record's value must come back. Both read the
+ * topic's partitions assigned from their beginning (no group join), twice:
+ * once for the JIT to warm up, as in a consumer that has run a while, then
+ * timed. It prints {"seconds": S, "peak_rss_mib": M}: S from the first poll of
+ * the second pass to its last record resolved, M the process's VmHWM.
  */
 public final class ReaderTimer {
     private ReaderTimer() {
@@ -39,42 +49,63 @@ public final class ReaderTimer {
         Map<String, Object> c = new HashMap<>(settings);
         c.putAll(Map.of("bootstrap.servers", bootstrap, "group.id", "reader-timer-" + UUID.randomUUID(), "auto.offset.reset", "earliest",
                 "isolation.level", "read_committed", "enable.auto.commit", "false"));
-        long start = 0;
-        int got = 0;
-        long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+        double seconds;
         if (prefetch) {
             KafkaConsumer<byte[], byte[]> kc = new KafkaConsumer<>(c, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-            kc.subscribe(List.of(topic));
+            List<TopicPartition> all = assignAll(kc, topic);
             try (var lc = new LargeMessageConsumer<>(kc, settings, new ByteArrayDeserializer())) {
-                while (got < n) {
-                    check(deadline, got, n);
-                    for (ConsumerRecord<byte[], byte[]> r : lc.poll(Duration.ofMillis(500))) {
-                        start = got++ == 0 ? System.nanoTime() : start;
-                        require(r);
-                    }
-                }
+                read(lc::poll, n); // the JIT warms up, as in a consumer that has run a while
+                kc.seekToBeginning(all);
+                seconds = read(lc::poll, n);
             }
         } else {
             LargeMessageDeserializer d = new LargeMessageDeserializer();
             d.configure(c, false);
             try (KafkaConsumer<byte[], byte[]> kc = new KafkaConsumer<>(c, new ByteArrayDeserializer(), d)) {
-                kc.subscribe(List.of(topic));
-                while (got < n) {
-                    check(deadline, got, n);
-                    for (ConsumerRecord<byte[], byte[]> r : kc.poll(Duration.ofMillis(500))) {
-                        start = got++ == 0 ? System.nanoTime() : start;
-                        require(r);
-                    }
-                }
+                List<TopicPartition> all = assignAll(kc, topic);
+                read(kc::poll, n);
+                kc.seekToBeginning(all);
+                seconds = read(kc::poll, n);
             }
         }
-        System.out.printf("{\"seconds\": %.3f}%n", (System.nanoTime() - start) / 1e9);
+        System.out.printf("{\"seconds\": %.3f, \"peak_rss_mib\": %.1f}%n", seconds, peakRssMiB());
     }
 
-    private static void check(long deadline, int got, int n) {
-        if (System.nanoTime() > deadline) {
-            throw new IllegalStateException("read " + got + " of " + n + " records in 10 minutes");
+    private static List<TopicPartition> assignAll(KafkaConsumer<byte[], byte[]> kc, String topic) {
+        List<TopicPartition> all = kc.partitionsFor(topic).stream().map(p -> new TopicPartition(topic, p.partition())).toList();
+        kc.assign(all);
+        kc.seekToBeginning(all);
+        return all;
+    }
+
+    /** VmHWM of /proc/self/status: the peak RSS of this process since its exec. */
+    private static double peakRssMiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) / 1024.0;
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
+        throw new IllegalStateException("no VmHWM in /proc/self/status");
+    }
+
+    /** Reads n records through poll, each with its value; returns the seconds from the first poll to the last record. */
+    private static double read(Function<Duration, ConsumerRecords<byte[], byte[]>> poll, int n) {
+        long start = System.nanoTime();
+        long deadline = start + Duration.ofMinutes(10).toNanos();
+        for (int got = 0; got < n;) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("read " + got + " of " + n + " records in 10 minutes");
+            }
+            for (ConsumerRecord<byte[], byte[]> r : poll.apply(Duration.ofMillis(500))) {
+                got++;
+                require(r);
+            }
+        }
+        return (System.nanoTime() - start) / 1e9;
     }
 
     private static void require(ConsumerRecord<byte[], byte[]> r) {
