@@ -39,8 +39,13 @@ class AzuriteTest {
     }
 
     private Map<String, Object> config(Object... more) {
+        return azblobConfig(connectionString, container, 64 << 10, more);
+    }
+
+    /** The settings of a store named blob on container, values over threshold offloaded, and more (name, value, ...). */
+    static Map<String, Object> azblobConfig(String connectionString, String container, int threshold, Object... more) {
         Map<String, Object> c = new HashMap<>(Map.of(LargeMessageConfig.STORE_CLASS, "azblob", AzureBlobStore.CONNECTION_STRING, connectionString,
-                AzureBlobStore.CONTAINER, container, LargeMessageConfig.THRESHOLD_BYTES, 64 << 10, LargeMessageConfig.STORE_NAME, "blob"));
+                AzureBlobStore.CONTAINER, container, LargeMessageConfig.THRESHOLD_BYTES, threshold, LargeMessageConfig.STORE_NAME, "blob"));
         for (int i = 0; i < more.length; i += 2) {
             c.put((String) more[i], more[i + 1]);
         }

@@ -85,12 +85,7 @@ class LargeMessageConsumerTest {
     }
 
     private Map<String, Object> config(Object... more) {
-        Map<String, Object> c = new HashMap<>(Map.of(LargeMessageConfig.STORE_CLASS, "azblob", AzureBlobStore.CONNECTION_STRING, connectionString,
-                AzureBlobStore.CONTAINER, container, LargeMessageConfig.THRESHOLD_BYTES, 16 << 10, LargeMessageConfig.STORE_NAME, "blob"));
-        for (int i = 0; i < more.length; i += 2) {
-            c.put((String) more[i], more[i + 1]);
-        }
-        return c;
+        return AzuriteTest.azblobConfig(connectionString, container, 16 << 10, more);
     }
 
     /** Produces each value through the serializer (over 16 KiB: to Azurite) to partition i % partitions, keyed by i; returns the pointers (null: inline). */
