@@ -65,7 +65,7 @@ bench-release:
 ## Whatever fails, all of it runs, and the summary at the end gives the
 ## totals, each failed test with its first failure line, the ten slowest
 ## tests and what failed after them; the exit status is the first failure's.
-## On a loaded machine the tests wait longer (OFFLOADER_TEST_SLOWDOWN, from
+## On a loaded machine the tests wait longer (TEST_SLOWDOWN, from
 ## the load unless set: internal/slowdown).
 test: vet fmt-check java-deps
 	@mkdir -p .cache

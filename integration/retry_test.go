@@ -255,7 +255,7 @@ transforms: [{type: offload, store: payloads, threshold: 64KiB}]
 			t.Fatalf("retry record %s has no due time", m.Key)
 		}
 		if back.After(due) {
-			t.Fatalf("Azurite was back %s after retry record %s was due: the test's retry delay is too short for this machine (set OFFLOADER_TEST_SLOWDOWN)", back.Sub(due), m.Key)
+			t.Fatalf("Azurite was back %s after retry record %s was due: the test's retry delay is too short for this machine (set TEST_SLOWDOWN)", back.Sub(due), m.Key)
 		}
 	}
 	got := consumeAll(t, slim, len(recs), 90*time.Second)

@@ -6,7 +6,7 @@
 //
 //	deadline := time.Now().Add(slowdown.Scale(30 * time.Second))
 //
-// The factor is OFFLOADER_TEST_SLOWDOWN when set (a number, at least 1),
+// The factor is TEST_SLOWDOWN when set (a number, at least 1),
 // otherwise the load per CPU when first asked (the 1-minute load average over
 // the CPUs this process may use), at least 1 and at most MaxAuto.
 package slowdown
@@ -21,8 +21,11 @@ import (
 	"time"
 )
 
-// Env names the variable that sets the factor.
-const Env = "OFFLOADER_TEST_SLOWDOWN"
+// Env names the variable that sets the factor. It is a TEST_ variable, as
+// the suite's others are: the offloader processes the tests start inherit
+// it, and would read an OFFLOADER_ one as a pipeline setting
+// (config.OverridePrefix) and refuse it.
+const Env = "TEST_SLOWDOWN"
 
 // MaxAuto caps the factor read from the load: past it a machine is too busy
 // for any deadline, and a stuck test should still end.

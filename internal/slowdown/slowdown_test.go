@@ -1,8 +1,11 @@
 package slowdown
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/config"
 )
 
 // The factor is the environment's when set (at least 1), else the load per
@@ -30,5 +33,13 @@ func TestTheFactorComesFromTheEnvironmentOrTheLoad(t *testing.T) {
 	f, _ := Factor()
 	if got, want := Scale(10*time.Second), time.Duration(float64(10*time.Second)*f); got != want {
 		t.Errorf("Scale(10s) = %s, want %s", got, want)
+	}
+}
+
+// The offloader processes the tests start inherit the variable: an
+// OFFLOADER_ name would be read as a pipeline setting, and refused.
+func TestTheVariableIsNoPipelineSetting(t *testing.T) {
+	if strings.HasPrefix(Env, config.OverridePrefix) {
+		t.Errorf("%s begins with %s: offloader would read it as a pipeline setting", Env, config.OverridePrefix)
 	}
 }

@@ -15,8 +15,8 @@ from offloader_client import Checksum, Consumer, NotFound, Resolver, Serializer,
 
 
 def deadline(seconds):
-    """seconds from now, OFFLOADER_TEST_SLOWDOWN times longer on a loaded machine (make test sets it)."""
-    return time.monotonic() + seconds * max(1.0, float(os.environ.get("OFFLOADER_TEST_SLOWDOWN") or 1))
+    """seconds from now, TEST_SLOWDOWN times longer on a loaded machine (make test sets it)."""
+    return time.monotonic() + seconds * max(1.0, float(os.environ.get("TEST_SLOWDOWN") or 1))
 
 
 def produce(bootstrap, store, values, partitions):

@@ -70,9 +70,9 @@ class LargeMessageConsumerTest {
         blobs.delete();
     }
 
-    /** seconds from now on System.nanoTime's clock, OFFLOADER_TEST_SLOWDOWN times longer on a loaded machine (make test sets it). */
+    /** seconds from now on System.nanoTime's clock, TEST_SLOWDOWN times longer on a loaded machine (make test sets it). */
     private static long deadline(long seconds) {
-        String f = System.getenv("OFFLOADER_TEST_SLOWDOWN");
+        String f = System.getenv("TEST_SLOWDOWN");
         double factor = f == null || f.isEmpty() ? 1 : Math.max(1, Double.parseDouble(f));
         return System.nanoTime() + (long) (TimeUnit.SECONDS.toNanos(seconds) * factor);
     }
