@@ -13,23 +13,16 @@ import (
 	"os"
 	"time"
 
-	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/resolver"
+	"github.com/offloader/offloader/topiclog"
 )
-
-// Source is where the records come from: internal/kafka's Reader. Next
-// returns the next record, waiting up to timeout (nil, nil without one), or
-// End once every partition was read to its end.
-type Source interface {
-	Next(ctx context.Context, timeout time.Duration) (*pipeline.Record, error)
-}
 
 // Options shape a listing.
 type Options struct {
 	// Topic names the topic in errors.
 	Topic string
-	// End is the error Source returns at the end of its partitions.
+	// End is the error src returns at the end of its partitions.
 	End error
 	// Count stops after that many records (0: all).
 	Count int
@@ -45,7 +38,7 @@ type Options struct {
 // Print prints the records of src, resolved through res (nil: as stored).
 // A record that does not resolve is printed with its error, said on errOut,
 // and the listing goes on; the error returned then counts them.
-func Print(ctx context.Context, src Source, res *resolver.Resolver, o Options, errOut io.Writer) error {
+func Print(ctx context.Context, src topiclog.Source, res *resolver.Resolver, o Options, errOut io.Writer) error {
 	if o.PayloadDir != "" {
 		if err := os.MkdirAll(o.PayloadDir, 0o750); err != nil {
 			return err

@@ -9,12 +9,12 @@ import (
 
 // Cluster opens what migrate's procedures read and move on p's cluster:
 // its topics, read_committed, and its consumer groups. close releases it.
-func Cluster(p *config.Pipeline, log *zap.Logger) (cluster *kafka.ClusterLog, close func(), err error) {
+func Cluster(p *config.Pipeline, log *zap.Logger) (cluster *kafka.TopicLog, close func(), err error) {
 	groups, err := kafka.OpenGroups(KafkaClient(p), orNop(log))
 	if err != nil {
 		return nil, nil, err
 	}
-	return kafka.NewClusterLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), groups.Close, nil
+	return kafka.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), groups.Close, nil
 }
 
 func orNop(log *zap.Logger) *zap.Logger {

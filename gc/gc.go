@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/topiclog"
 )
 
 // Plan is what one gc run covers: the pipeline's topics, its key prefixes,
@@ -105,7 +106,7 @@ func Floor(storeBudget, transactionTimeout, commitInterval time.Duration) time.D
 // Collect reads the plan's topics, then lists and sweeps its prefixes, and
 // deletes (unless DryRun) what it proved unreferenced, the pipeline's and
 // old. An error means it stopped; the report says what was done before.
-func Collect(ctx context.Context, plan Plan, log Log, open map[string]stores.Store) (*Report, error) {
+func Collect(ctx context.Context, plan Plan, log topiclog.Log, open map[string]stores.Store) (*Report, error) {
 	if plan.Now == nil {
 		plan.Now = time.Now
 	}

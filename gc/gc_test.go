@@ -14,6 +14,7 @@ import (
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/topiclog"
 )
 
 const writer = "orders@orders.slim"
@@ -30,7 +31,7 @@ type fakeLog struct {
 	beforeRead, afterRead func(topic string)
 	// short ends a topic's read_committed reads this many offsets early.
 	short map[string]int64
-	reads []Read
+	reads []topiclog.Read
 }
 
 type fakePartition struct {
@@ -43,8 +44,8 @@ type fakeRecord struct {
 	state string // "", "open" or "aborted"
 }
 
-func (p *fakePartition) offsets() Offsets {
-	o := Offsets{Start: p.start, End: p.start}
+func (p *fakePartition) offsets() topiclog.Offsets {
+	o := topiclog.Offsets{Start: p.start, End: p.start}
 	if n := len(p.records); n > 0 {
 		o.End = p.records[n-1].rec.Offset + 1
 	}
@@ -81,8 +82,8 @@ func (l *fakeLog) Partitions(_ context.Context, topic string) (int, error) {
 	return len(l.topics[topic]), nil
 }
 
-func (l *fakeLog) Offsets(_ context.Context, topic string, n int) (map[int32]Offsets, error) {
-	out := map[int32]Offsets{}
+func (l *fakeLog) Offsets(_ context.Context, topic string, n int) (map[int32]topiclog.Offsets, error) {
+	out := map[int32]topiclog.Offsets{}
 	for p, fp := range l.topics[topic] {
 		out[p] = fp.offsets()
 	}
@@ -93,7 +94,12 @@ func (l *fakeLog) Committed(_ context.Context, _, topic string, _ int) (map[int3
 	return l.committed[topic], nil
 }
 
-func (l *fakeLog) Read(_ context.Context, r Read, each func(*pipeline.Record) error) (map[int32]int64, error) {
+// OffsetsAt: gc reads no topic from a time.
+func (l *fakeLog) OffsetsAt(context.Context, string, int, time.Time) (map[int32]int64, error) {
+	return nil, errors.New("gc asked for offsets at a time")
+}
+
+func (l *fakeLog) Read(_ context.Context, r topiclog.Read, each func(*pipeline.Record) error) (map[int32]int64, error) {
 	l.reads = append(l.reads, r)
 	if !r.Uncommitted && l.beforeRead != nil {
 		l.beforeRead(r.Topic)

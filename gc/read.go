@@ -5,49 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/stores"
+	"github.com/offloader/offloader/topiclog"
 )
-
-// Log is what gc reads of Kafka; the Kafka edge implements it.
-type Log interface {
-	// Partitions is the number of partitions of topic: 0 only when the
-	// broker says it does not exist. A topic that cannot be described is
-	// an error.
-	Partitions(ctx context.Context, topic string) (int, error)
-	// Offsets are each partition's log start, last stable offset and high
-	// watermark.
-	Offsets(ctx context.Context, topic string, partitions int) (map[int32]Offsets, error)
-	// Committed are group's committed offsets on topic (a partition without
-	// one is absent).
-	Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error)
-	// Read reads the partitions of r.From, each from its offset to its end
-	// (read_committed: the last stable offset) or to r.Until, and returns
-	// the offset at which each met its end. It never skips: an offset that
-	// leaves the log under it, or any consumer error, is an error.
-	Read(ctx context.Context, r Read, each func(*pipeline.Record) error) (ends map[int32]int64, err error)
-}
-
-// Offsets of one partition.
-type Offsets struct {
-	// Start is the log start offset: the first record still in the log.
-	Start int64
-	// Stable is the last stable offset: a read_committed reader's end;
-	// below End while a transaction is open.
-	Stable int64
-	// End is the high watermark.
-	End int64
-}
-
-// Read says what Log.Read reads.
-type Read struct {
-	Topic string
-	From  map[int32]int64
-	// Until ends the partitions it names before that offset; nil: each
-	// partition's end.
-	Until       map[int32]int64
-	Uncommitted bool
-}
 
 // Role is why a topic is read.
 type Role string
@@ -83,7 +43,7 @@ func (r references) add(store, key string, kind refKind) {
 
 // readReferences reads every topic of the plan and returns what their
 // records reference, whole-record objects looked inside.
-func readReferences(ctx context.Context, plan Plan, log Log, open map[string]stores.Store, rep *Report) (references, error) {
+func readReferences(ctx context.Context, plan Plan, log topiclog.Log, open map[string]stores.Store, rep *Report) (references, error) {
 	n := &noter{refs: references{}, rep: rep, place: plan.place}
 	type topic struct {
 		name string
@@ -120,7 +80,7 @@ func readReferences(ctx context.Context, plan Plan, log Log, open map[string]sto
 // start (a source topic: from the group's committed offset) to its end,
 // which must reach the last stable offset measured before; then, uncommitted,
 // whatever lies past that end by the high watermark measured after.
-func readTopic(ctx context.Context, plan Plan, log Log, topic string, role Role, n *noter) (tr TopicRead, err error) {
+func readTopic(ctx context.Context, plan Plan, log topiclog.Log, topic string, role Role, n *noter) (tr TopicRead, err error) {
 	tr = TopicRead{Topic: topic, Role: role}
 	start := n.records
 	defer func() { tr.Records = n.records - start }()
@@ -151,7 +111,7 @@ func readTopic(ctx context.Context, plan Plan, log Log, topic string, role Role,
 			from[p] = max(from[p], o)
 		}
 	}
-	ends, err := log.Read(ctx, Read{Topic: topic, From: from}, n.note(committedRef, nil))
+	ends, err := log.Read(ctx, topiclog.Read{Topic: topic, From: from}, n.note(committedRef, nil))
 	if err != nil {
 		return tr, fmt.Errorf("%s topic %s: %w", role, topic, err)
 	}
@@ -177,7 +137,7 @@ func readTopic(ctx context.Context, plan Plan, log Log, topic string, role Role,
 		for i := range tr.Partitions {
 			counts[tr.Partitions[i].Partition] = &tr.Partitions[i].UncommittedPointers
 		}
-		_, err := log.Read(ctx, Read{Topic: topic, From: tail, Until: until, Uncommitted: true}, n.note(uncommittedRef, counts))
+		_, err := log.Read(ctx, topiclog.Read{Topic: topic, From: tail, Until: until, Uncommitted: true}, n.note(uncommittedRef, counts))
 		if err != nil {
 			return tr, fmt.Errorf("%s topic %s, past its stable end: %w", role, topic, err)
 		}

@@ -6,19 +6,12 @@ import (
 	"time"
 
 	"github.com/offloader/offloader/limits"
-	"github.com/offloader/offloader/pipeline"
+	"github.com/offloader/offloader/topiclog"
 )
-
-// Source is where an analysis reads a topic's records (internal/kafka's
-// Reader): Next returns the next record, waiting up to timeout (nil, nil
-// without one), or the end error once every partition was read.
-type Source interface {
-	Next(ctx context.Context, timeout time.Duration) (*pipeline.Record, error)
-}
 
 // ReadAll adds every record of src to the analysis, until src returns end;
 // another error of src ends it.
-func (a *Analysis) ReadAll(ctx context.Context, src Source, end error) error {
+func (a *Analysis) ReadAll(ctx context.Context, src topiclog.Source, end error) error {
 	for {
 		rec, err := src.Next(ctx, time.Second)
 		if errors.Is(err, end) {

@@ -3,8 +3,9 @@
 // offloading would do), the parity check of a migrated topic against its
 // source, and the exact translation of consumer group offsets from the raw
 // topic to the slim topic (PlanTranslation). It reads no Kafka itself: it
-// reads through a port (Log, Cluster) that internal/kafka implements, so
-// everything here is tested on plain records and in-memory fakes.
+// reads through package topiclog's port (and Cluster, which adds a group's
+// members and commits) that internal/kafka implements, so everything here
+// is tested on plain records and in-memory fakes.
 package migration
 
 import (

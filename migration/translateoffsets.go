@@ -10,16 +10,15 @@ import (
 
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/topiclog"
 )
 
-// Cluster is what translate-offsets reads and moves a group on: the Log,
-// and the group's members, the slim topic's ends and the group's commits.
+// Cluster is what translate-offsets reads and moves a group on: the
+// topics' log, the group's members and the group's commits.
 type Cluster interface {
-	Log
+	topiclog.Log
 	// Members is the number of group's active members and the group's state.
 	Members(ctx context.Context, group string) (int, string, error)
-	// Ends are each partition's last stable offset.
-	Ends(ctx context.Context, topic string, partitions int) (map[int32]int64, error)
 	// Commit sets group's committed offsets on topic.
 	Commit(ctx context.Context, group, topic string, offsets map[int32]int64) error
 }
@@ -117,7 +116,7 @@ func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan,
 	if err != nil {
 		return nil, err
 	}
-	ends, err := c.Ends(ctx, o.SlimTopic, slimParts)
+	ends, err := stableEnds(ctx, c, o.SlimTopic, slimParts)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +125,7 @@ func PlanTranslation(ctx context.Context, c Cluster, o TranslateOptions) (*Plan,
 		return nil, err
 	}
 	index := NewIndex()
-	err = c.Read(ctx, o.SlimTopic, nil, func(r *pipeline.Record) error {
+	err = readAll(ctx, c, o.SlimTopic, nil, func(r *pipeline.Record) error {
 		v, _ := r.Header(pointer.HeaderSource)
 		if topic, part, off, err := pointer.ParseSource(v); err == nil {
 			index.Add(r.Partition, r.Offset, Partition{Topic: topic, Partition: part}, off)
@@ -298,7 +297,7 @@ func waitForPipeline(ctx context.Context, c Cluster, o TranslateOptions, committ
 }
 
 // commitsOn are group's committed offsets on topics.
-func commitsOn(ctx context.Context, c Log, group string, topics []string) (map[Partition]int64, error) {
+func commitsOn(ctx context.Context, c topiclog.Log, group string, topics []string) (map[Partition]int64, error) {
 	out := map[Partition]int64{}
 	for _, topic := range topics {
 		n, err := c.Partitions(ctx, topic)
@@ -319,24 +318,24 @@ func commitsOn(ctx context.Context, c Log, group string, topics []string) (map[P
 // groupAhead are the source partitions on which the group's committed
 // offsets (committed) stand past the pipeline's (its group's, or the
 // partition's start where it has none).
-func groupAhead(ctx context.Context, c Log, pipelineGroup string, topics []string, committed map[Partition]int64) ([]Ahead, error) {
+func groupAhead(ctx context.Context, c topiclog.Log, pipelineGroup string, topics []string, committed map[Partition]int64) ([]Ahead, error) {
 	at, err := commitsOn(ctx, c, pipelineGroup, topics)
 	if err != nil {
 		return nil, err
 	}
-	starts := map[Partition]int64{}
+	logStarts := map[Partition]int64{}
 	for _, topic := range topics {
 		n, err := c.Partitions(ctx, topic)
 		if err != nil {
 			return nil, err
 		}
-		low, err := c.Starts(ctx, topic, n)
+		low, err := starts(ctx, c, topic, n)
 		if err != nil {
 			return nil, err
 		}
 		for part := range int32(n) {
-			starts[Partition{Topic: topic, Partition: part}] = low[part]
+			logStarts[Partition{Topic: topic, Partition: part}] = low[part]
 		}
 	}
-	return GroupAhead(committed, at, starts), nil
+	return GroupAhead(committed, at, logStarts), nil
 }

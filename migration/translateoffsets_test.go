@@ -44,17 +44,6 @@ func (c *memCluster) Members(context.Context, string) (int, string, error) {
 	return c.members, "Stable", nil
 }
 
-func (c *memCluster) Ends(_ context.Context, topic string, partitions int) (map[int32]int64, error) {
-	ends := map[int32]int64{}
-	for p := range int32(partitions) {
-		ends[p] = 0
-	}
-	for _, r := range c.topics[topic] {
-		ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
-	}
-	return ends, nil
-}
-
 func (c *memCluster) Commit(_ context.Context, group, topic string, offsets map[int32]int64) error {
 	if c.commits[group] == nil {
 		c.commits[group] = map[string]map[int32]int64{}

@@ -2,30 +2,14 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/topiclog"
 )
-
-// Log is what Verify reads of the cluster: the Kafka edge's topics in
-// production, an in-memory one in tests.
-type Log interface {
-	// Partitions is the number of partitions of topic (0: no such topic).
-	Partitions(ctx context.Context, topic string) (int, error)
-	// Starts are each partition's first offset still in the log.
-	Starts(ctx context.Context, topic string, partitions int) (map[int32]int64, error)
-	// StartsAt are each partition's first offset at or after t.
-	StartsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error)
-	// Committed are group's committed offsets on topic (a partition without
-	// one is absent).
-	Committed(ctx context.Context, group, topic string, partitions int) (map[int32]int64, error)
-	// Read calls each for the records of topic, read_committed, in order
-	// per partition: every partition to its end, or, with until, only the
-	// partitions it names, each to its offset. It never skips.
-	Read(ctx context.Context, topic string, until map[int32]int64, each func(*pipeline.Record) error) error
-}
 
 // VerifyOptions say what Verify checks.
 type VerifyOptions struct {
@@ -49,10 +33,10 @@ type VerifyOptions struct {
 // slim and dead-letter topics whole, then each source partition over the
 // range the group committed, and returns a result per source partition and
 // the number of slim records that name no source record.
-func Verify(ctx context.Context, log Log, o VerifyOptions) ([]Result, int, error) {
+func Verify(ctx context.Context, log topiclog.Log, o VerifyOptions) ([]Result, int, error) {
 	parity := NewParity()
 	first := map[Partition]int64{} // the lowest source offset the outputs name
-	err := log.Read(ctx, o.SlimTopic, nil, func(r *pipeline.Record) error {
+	err := readAll(ctx, log, o.SlimTopic, nil, func(r *pipeline.Record) error {
 		sum, err := o.Original(ctx, r, o.Deep)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -91,7 +75,7 @@ func Verify(ctx context.Context, log Log, o VerifyOptions) ([]Result, int, error
 // readDeadLetters counts the dead-letter topic's records; deep, a
 // dead-lettered payload (a value offloaded, or the record kept whole) must
 // resolve too: it is the only copy once the fat topic is gone.
-func readDeadLetters(ctx context.Context, log Log, o VerifyOptions, parity *Parity) error {
+func readDeadLetters(ctx context.Context, log topiclog.Log, o VerifyOptions, parity *Parity) error {
 	if o.DeadLetterTopic == "" {
 		return nil
 	}
@@ -99,7 +83,7 @@ func readDeadLetters(ctx context.Context, log Log, o VerifyOptions, parity *Pari
 	if err != nil || n == 0 {
 		return err
 	}
-	return log.Read(ctx, o.DeadLetterTopic, nil, func(r *pipeline.Record) error {
+	return readAll(ctx, log, o.DeadLetterTopic, nil, func(r *pipeline.Record) error {
 		if o.Deep && pointer.IsPointer(r.Header) {
 			if _, err := o.Original(ctx, r, true); err != nil {
 				if ctx.Err() != nil {
@@ -118,7 +102,7 @@ func readDeadLetters(ctx context.Context, log Log, o VerifyOptions, parity *Pari
 // each partition, from where the group started: the first record still in
 // the topic (start_from: earliest), the first at the start time, or
 // (latest) the first the outputs name.
-func readSource(ctx context.Context, log Log, o VerifyOptions, topic string, first map[Partition]int64, ranges map[Partition]Range, parity *Parity) error {
+func readSource(ctx context.Context, log topiclog.Log, o VerifyOptions, topic string, first map[Partition]int64, ranges map[Partition]Range, parity *Parity) error {
 	n, err := log.Partitions(ctx, topic)
 	if err != nil {
 		return err
@@ -127,13 +111,13 @@ func readSource(ctx context.Context, log Log, o VerifyOptions, topic string, fir
 	if err != nil {
 		return err
 	}
-	low, err := log.Starts(ctx, topic, n)
+	low, err := starts(ctx, log, topic, n)
 	if err != nil {
 		return err
 	}
 	start := low
 	if !o.StartTime.IsZero() {
-		if start, err = log.StartsAt(ctx, topic, n, o.StartTime); err != nil {
+		if start, err = log.OffsetsAt(ctx, topic, n, o.StartTime); err != nil {
 			return err
 		}
 	}
@@ -157,10 +141,47 @@ func readSource(ctx context.Context, log Log, o VerifyOptions, topic string, fir
 	if len(until) == 0 {
 		return nil
 	}
-	return log.Read(ctx, topic, until, func(r *pipeline.Record) error {
+	return readAll(ctx, log, topic, until, func(r *pipeline.Record) error {
 		if rg, ok := ranges[Partition{Topic: r.Topic, Partition: r.Partition}]; ok && r.Offset >= rg.From {
 			parity.AddSource(r)
 		}
 		return nil
 	})
+}
+
+// readAll calls each for the records of topic, read_committed, in order per
+// partition: every partition from its start to its end, or, with until,
+// only the partitions it names, each to its offset.
+func readAll(ctx context.Context, log topiclog.Log, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
+	var failed error // each's own, returned as it is
+	_, err := log.Read(ctx, topiclog.Read{Topic: topic, Until: until}, func(r *pipeline.Record) error {
+		failed = each(r)
+		return failed
+	})
+	if err != nil && !errors.Is(err, failed) {
+		return fmt.Errorf("reading %s: %w", topic, err)
+	}
+	return err
+}
+
+// starts are each partition's log start.
+func starts(ctx context.Context, log topiclog.Log, topic string, partitions int) (map[int32]int64, error) {
+	return offsets(ctx, log, topic, partitions, func(o topiclog.Offsets) int64 { return o.Start })
+}
+
+// stableEnds are each partition's last stable offset.
+func stableEnds(ctx context.Context, log topiclog.Log, topic string, partitions int) (map[int32]int64, error) {
+	return offsets(ctx, log, topic, partitions, func(o topiclog.Offsets) int64 { return o.Stable })
+}
+
+func offsets(ctx context.Context, log topiclog.Log, topic string, partitions int, which func(topiclog.Offsets) int64) (map[int32]int64, error) {
+	all, err := log.Offsets(ctx, topic, partitions)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64, len(all))
+	for p, o := range all {
+		out[p] = which(o)
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pointer"
+	"github.com/offloader/offloader/topiclog"
 )
 
 // memLog is an in-memory Log: topics of records, committed offsets, and
@@ -24,11 +25,20 @@ type memLog struct {
 
 func (l *memLog) Partitions(_ context.Context, topic string) (int, error) { return l.parts[topic], nil }
 
-func (l *memLog) Starts(_ context.Context, topic string, _ int) (map[int32]int64, error) {
-	return l.starts[topic], nil
+// Offsets: the starts given, and each partition's end after its last record.
+func (l *memLog) Offsets(_ context.Context, topic string, partitions int) (map[int32]topiclog.Offsets, error) {
+	out := map[int32]topiclog.Offsets{}
+	for p := range int32(partitions) {
+		out[p] = topiclog.Offsets{Start: l.starts[topic][p]}
+	}
+	for _, r := range l.topics[topic] {
+		end := max(out[r.Partition].End, r.Offset+1)
+		out[r.Partition] = topiclog.Offsets{Start: out[r.Partition].Start, Stable: end, End: end}
+	}
+	return out, nil
 }
 
-func (l *memLog) StartsAt(_ context.Context, topic string, _ int, t time.Time) (map[int32]int64, error) {
+func (l *memLog) OffsetsAt(_ context.Context, topic string, _ int, t time.Time) (map[int32]int64, error) {
 	out := map[int32]int64{}
 	for _, r := range l.topics[topic] {
 		if _, seen := out[r.Partition]; !seen && !r.Timestamp.Before(t) {
@@ -42,25 +52,30 @@ func (l *memLog) Committed(_ context.Context, _ string, topic string, _ int) (ma
 	return l.committed[topic], nil
 }
 
-func (l *memLog) Read(_ context.Context, topic string, until map[int32]int64, each func(*pipeline.Record) error) error {
-	if l.readErr != nil {
-		return l.readErr
+// Read reads what r names from each partition's start (migration gives no
+// From), and returns no ends (migration reads none).
+func (l *memLog) Read(_ context.Context, r topiclog.Read, each func(*pipeline.Record) error) (map[int32]int64, error) {
+	if r.From != nil {
+		return nil, errors.New("migration read from given offsets")
 	}
-	for _, r := range l.topics[topic] {
-		if r.Offset < l.starts[topic][r.Partition] {
+	if l.readErr != nil {
+		return nil, l.readErr
+	}
+	for _, rec := range l.topics[r.Topic] {
+		if rec.Offset < l.starts[r.Topic][rec.Partition] {
 			continue
 		}
-		if until != nil {
-			end, ok := until[r.Partition]
-			if !ok || r.Offset >= end {
+		if r.Until != nil {
+			end, ok := r.Until[rec.Partition]
+			if !ok || rec.Offset >= end {
 				continue
 			}
 		}
-		if err := each(r); err != nil {
-			return err
+		if err := each(rec); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // fixtureLog is the fixture as a cluster: raw[2] committed to its end.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/offloader/offloader/cat"
 	"github.com/offloader/offloader/config"
+	"github.com/offloader/offloader/daemon"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
@@ -324,19 +325,12 @@ func openCatStores(ctx context.Context, p *config.Pipeline, given []givenStore) 
 	return open, nil
 }
 
-// catTopic prints the topic's records (cat.Print) as they are read from
+// catTopic prints the topic's records (daemon.Cat) as they are read from
 // the cluster.
 func catTopic(ctx context.Context, res *resolver.Resolver, o catOptions, errOut io.Writer) error {
-	r, err := kafka.OpenReader(kafka.ReaderOptions{
-		Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
+	return daemon.Cat(ctx, res, daemon.CatOptions{Bootstrap: o.bootstrap, Properties: o.props, Topic: o.topic,
 		Partitions: o.partitions, From: o.from, Follow: o.follow, StopAtEnd: o.stopAtEnd, Uncommitted: o.uncommitted,
-	})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return cat.Print(ctx, r, res, cat.Options{Topic: o.topic, End: kafka.ErrEnd, Count: o.count, Meta: o.meta,
-		PayloadDir: o.payloadDir, InlineMax: o.inlineMax, Printer: o.printer}, errOut)
+		List: cat.Options{Count: o.count, Meta: o.meta, PayloadDir: o.payloadDir, InlineMax: o.inlineMax, Printer: o.printer}}, errOut)
 }
 
 // isTerminal reports whether w is a terminal, through the writers that

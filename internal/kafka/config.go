@@ -7,8 +7,10 @@
 // stuck-call watchdog that replaces a stuck producer (group.go, session.go,
 // ends.go); the admin calls (inspect.go: the survey; createtopics.go,
 // topics.go: topic creation; groups.go: group offsets); the Reader that
-// never skips (reader.go) and the ports it serves (topiclog.go for gc,
-// clusterlog.go for migration); the removal of a static member (leave.go);
+// never skips (reader.go) and topiclog.Log over it (topiclog.go: gc,
+// migrate verify and translate-offsets read through it; cat and analyze
+// stream a Reader as a topiclog.Source); the removal of a static member
+// (leave.go);
 // and the check of librdkafka properties (properties.go).
 package kafka
 
