@@ -187,3 +187,66 @@ def test_sixty_four_payloads_of_16_mib_come_within_the_bound():
                 assert m.key() == str(read).encode() and r.error is None, (m.key(), r.error)
                 assert hashlib.sha256(r.value).digest() == digest
                 read += 1
+
+
+class FakeMessage:
+    def __init__(self, topic, partition, offset, value):
+        self._t, self._p, self._o, self._v = topic, partition, offset, value
+
+    def topic(self):
+        return self._t
+
+    def partition(self):
+        return self._p
+
+    def offset(self):
+        return self._o
+
+    def value(self):
+        return self._v
+
+    def headers(self):
+        return None
+
+    def error(self):
+        return None
+
+
+class RevokingConsumer:
+    """A confluent_kafka.Consumer that hands out its messages, and at its
+    second consume call revokes partition 0 before returning."""
+
+    def __init__(self, config):
+        self.messages = [FakeMessage("t", i % 2, i // 2, b"v" * 100) for i in range(40)]
+        self.calls, self.stored, self.on_revoke = 0, [], None
+
+    def subscribe(self, topics, on_revoke=None, **_):
+        self.on_revoke = on_revoke
+
+    def consume(self, n, timeout):
+        from confluent_kafka import TopicPartition
+        self.calls += 1
+        if self.calls == 2:
+            self.on_revoke(self, [TopicPartition("t", 0)])
+        out, self.messages = self.messages[:n], self.messages[n:]
+        return out
+
+    def store_offsets(self, offsets):
+        self.stored += [(tp.partition, tp.offset) for tp in offsets]
+
+    def close(self):
+        pass
+
+
+def test_records_waiting_of_a_revoked_partition_are_never_returned(monkeypatch):
+    import confluent_kafka
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", RevokingConsumer)
+    c = Consumer({"enable.auto.offset.store": False}, Resolver({}), max_bytes=400)  # 4 records of 100 bytes a call
+    c.subscribe(["t"])
+    first = c.consume(40, 0)
+    assert [(m.partition(), m.offset()) for m, _ in first] == [(0, 0), (1, 0), (0, 1), (1, 1)]
+    # The second call's consume revokes partition 0: its 18 records waiting go, unread.
+    second = c.consume(40, 0)
+    assert second and all(m.partition() == 1 for m, _ in second), [(m.partition(), m.offset()) for m, _ in second]
+    assert [o for p, o in c.consumer.stored if p == 0] == [2], "an offset was stored for the revoked partition"

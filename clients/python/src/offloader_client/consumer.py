@@ -68,9 +68,15 @@ class Consumer:
         the consumer gives, waiting up to timeout seconds (-1: forever) only
         when none is waiting."""
         from confluent_kafka import TopicPartition
-        messages, rest = self._waiting[:num_messages], self._waiting[num_messages:]
+        waiting = self._waiting
+        messages, rest = waiting[:num_messages], waiting[num_messages:]
         more = num_messages - len(messages)  # rest is empty unless more is 0
         polled = self.consumer.consume(more, 0 if messages else timeout) if more > 0 else []
+        if self._waiting is not waiting:
+            # A rebalance ran inside consume and dropped the records of the
+            # partitions it took away: none of them may be returned.
+            still = {id(m) for m in self._waiting}
+            messages, rest = [m for m in messages if id(m) in still], [m for m in rest if id(m) in still]
         out: List[Tuple[Any, Resolved]] = [(m, Resolved(None, None)) for m in polled if m.error()]
         messages += [m for m in polled if not m.error()]
         taken = self._take(messages)
