@@ -414,6 +414,15 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	if out := metric(t, base, "offloader_records_out_total"); out != pausedAt {
 		t.Errorf("records out went from %v to %v while the store was down", pausedAt, out)
 	}
+	// One outage, one pause: said once, and no resume while the store is down.
+	// Once it is back, a machine too busy for the store's 1 s try timeout may
+	// pause the pipeline again, which is the store budget doing its work.
+	during := d.output()
+	for line, want := range map[string]int{"pipeline paused": 1, "pipeline resumed": 0} {
+		if n := strings.Count(during, line); n != want {
+			t.Errorf("%q logged %d times during the outage, want %d", line, n, want)
+		}
+	}
 	azurite.up(t)
 
 	got := consumeAll(t, slim, len(recs), 120*time.Second)
@@ -425,10 +434,8 @@ func TestStoreOutageLosesNothing(t *testing.T) {
 	if code, body := readyzBody(t, base); code != http.StatusOK {
 		t.Errorf("/readyz answers %d %q after the store came back, want 200", code, body)
 	}
-	for _, line := range []string{"pipeline paused", "pipeline resumed"} {
-		if n := strings.Count(d.output(), line); n != 1 {
-			t.Errorf("%q logged %d times, want once", line, n)
-		}
+	if n := strings.Count(d.output(), "pipeline resumed"); n == 0 {
+		t.Errorf("the resume was never logged")
 	}
 	if code := d.stop(t, 45*time.Second); code != 0 {
 		t.Errorf("daemon exit code %d after SIGTERM, want 0", code)
