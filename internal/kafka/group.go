@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,7 +40,24 @@ type Group struct {
 	refused bool
 	// explain turns a fatal client error into the instance's fatal error.
 	explain func(what string, err error) error
+	// stop closes when the instance stops: a lookup being retried gives up.
+	stop <-chan struct{}
+	// lookup bounds the broker lookups of a new assignment (lookupTry,
+	// lookupPatience unless a test sets it).
+	lookup patience
 }
+
+// patience bounds a broker lookup that is tried again: each try waits up to
+// try, and the lookup gives up once it has failed for total.
+type patience struct{ try, total time.Duration }
+
+// lookupPatience: a new assignment's broker lookups are tried for up to 5
+// minutes. After a broker restart the group coordinator loads the group's
+// state, and the offsets a transaction of the partitions' previous owner
+// sent stay unstable (a read_committed consumer waits for them, KIP-447)
+// until that transaction ends: aborted by the new producer, or by the broker
+// at its transaction.timeout.ms. Past 5 minutes the instance stops, loudly.
+var lookupPatience = patience{try: 30 * time.Second, total: 5 * time.Minute}
 
 // rejoinWindow: a static member fenced again within it of its last rejoin
 // has a twin (another instance with its identity), and stops.
@@ -92,6 +110,15 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
 		if err := g.startNew(c, e.Partitions); err != nil {
+			if errors.Is(err, errStopping) {
+				// The instance stops before it took the partitions: it holds
+				// none, and leaving the group hands them on.
+				g.log.Info("stopping before the assigned partitions were taken", zap.Stringers("partitions", partitions(e.Partitions)))
+				if cooperative {
+					return c.IncrementalAssign(nil)
+				}
+				return c.Unassign()
+			}
 			g.fail(fmt.Errorf("%w: choosing where the group starts (source.start_from): %w", engine.ErrFatal, err))
 			return err
 		}
@@ -150,9 +177,13 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 	if len(src) == 0 {
 		return nil
 	}
-	committed, err := c.Committed(src, 30000)
+	var committed []kafka.TopicPartition
+	err := g.retried("reading the group's committed offsets", func(timeout int) (err error) {
+		committed, err = c.Committed(src, timeout)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("reading the group's committed offsets: %w", err)
+		return err
 	}
 	var fresh []kafka.TopicPartition
 	for _, tp := range committed {
@@ -168,16 +199,22 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 		for i := range fresh {
 			fresh[i].Offset = kafka.Offset(start.Time.UnixMilli())
 		}
-		if fresh, err = c.OffsetsForTimes(fresh, 30000); err != nil {
-			return fmt.Errorf("looking up the offsets of %s: %w", start.Said, err)
+		if err := g.retried("looking up the offsets of "+start.Said, func(timeout int) (err error) {
+			fresh, err = c.OffsetsForTimes(fresh, timeout)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	starts := map[string]string{}
 	var records int64
 	for i, tp := range fresh {
-		low, high, err := c.QueryWatermarkOffsets(*tp.Topic, tp.Partition, 30000)
-		if err != nil {
-			return fmt.Errorf("reading the offsets of %s[%d]: %w", *tp.Topic, tp.Partition, err)
+		var low, high int64
+		if err := g.retried(fmt.Sprintf("reading the offsets of %s[%d]", *tp.Topic, tp.Partition), func(timeout int) (err error) {
+			low, high, err = c.QueryWatermarkOffsets(*tp.Topic, tp.Partition, timeout)
+			return err
+		}); err != nil {
+			return err
 		}
 		from := low
 		switch {
@@ -202,6 +239,38 @@ func (g *Group) startNew(c *kafka.Consumer, tps []kafka.TopicPartition) error {
 		}
 	}
 	return nil
+}
+
+// errStopping: a lookup being retried gave up because the instance stops.
+var errStopping = errors.New("the instance is stopping")
+
+// retried runs call (given its timeout in milliseconds) until it succeeds,
+// fails for good, or has failed for g.lookup.total; a timeout or a
+// retriable error is tried again, a second later, with a warning that says
+// why it may happen.
+func (g *Group) retried(what string, call func(timeout int) error) error {
+	began := time.Now()
+	for {
+		err := call(int(g.lookup.try.Milliseconds()))
+		var ke kafka.Error
+		if err == nil || !errors.As(err, &ke) || !(ke.IsTimeout() || ke.IsRetriable() || transient(ke)) {
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
+		}
+		failing := time.Since(began)
+		if failing >= g.lookup.total {
+			return fmt.Errorf("%s: still failing after %s: %w", what, failing.Round(time.Second), err)
+		}
+		g.log.Warn("a lookup for the new assignment failed; trying again (after a broker restart the group coordinator loads the group, and a transaction of the partitions' previous owner holds their offsets until it ends)",
+			zap.String("lookup", what), zap.Error(err), zap.Duration("failing_for", failing.Round(time.Millisecond)), zap.Duration("gives_up_after", g.lookup.total))
+		select {
+		case <-g.stop:
+			return fmt.Errorf("%s: %w", what, errStopping)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (g *Group) fail(err error) {

@@ -140,7 +140,7 @@ func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger,
 	}
 	go logClient(log, consumer.Logs(), s.away)
 	s.producer = producer
-	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError, away: s.away}
+	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError, away: s.away, stop: ctx.Done(), lookup: lookupPatience}
 	s.stopWatch = make(chan struct{})
 	go s.watchCalls(s.stopWatch)
 	return s.group, s, nil
