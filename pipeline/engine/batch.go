@@ -9,7 +9,8 @@ import (
 )
 
 // batch is the batch in hand: the records collected since the last handoff,
-// transforming in proc, and what of it was produced into the open transaction.
+// transforming in proc; what of it was produced is in the open transaction
+// (txn).
 // A handoff may leave records still transforming (uploads in flight) in the
 // batch: they go into the next transaction, proc carrying on with them.
 type batch struct {
@@ -23,10 +24,8 @@ type batch struct {
 	// keeps its lane for proc's life, and proc hands out each lane's results
 	// in order.
 	parts  []part
-	last   int   // the lane of the record noted last
-	handed int   // results proc handed out since the last split
-	inTxn  bool  // the batch has a transaction open
-	tally  tally // what the batch produced, for the metrics
+	last   int // the lane of the record noted last
+	handed int // results proc handed out since the last split
 }
 
 // part is one partition's records in the batch in hand, in input order:

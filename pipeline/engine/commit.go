@@ -14,20 +14,6 @@ import (
 	"github.com/offloader/offloader/pointer"
 )
 
-// pendingCommit is a batch's transaction in flight in the committer goroutine.
-type pendingCommit struct {
-	done  chan error
-	start []Offset // each partition's first offset in the batch
-	// offsets are the positions it commits.
-	offsets []Offset
-	// settled counts the batch's records per partition consumed, for the
-	// run's report once the commit succeeded; tally is what it produced.
-	settled map[Partition]int64
-	tally   tally
-	// records and bytes are the input it commits.
-	records, bytes int
-}
-
 // flush commits the batch in hand. It first settles the commit in flight
 // and, if some of the batch's records are still transforming (uploads),
 // commits those before them and carries them on (commitFinished), so that no
@@ -78,7 +64,7 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 		return err
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer"); ce != nil {
-		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes),
+		ce.Write(zap.Int("records", e.txn.inFlight().records), zap.Int("bytes", e.txn.inFlight().bytes),
 			zap.Duration("collect_seconds", collected.Sub(e.batch.start)), zap.Duration("transform_after_collect_seconds", transformed.Sub(collected)),
 			zap.Duration("settle_previous_seconds", settled.Sub(transformed)), zap.Duration("produce_rest_seconds", e.opts.Now().Sub(settled)))
 	}
@@ -123,7 +109,7 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final 
 		return true, err
 	}
 	if ce := e.log.Check(zap.DebugLevel, "batch handed to the committer, its records still transforming carried over"); ce != nil {
-		ce.Write(zap.Int("records", e.committer.inFlight().records), zap.Int("bytes", e.committer.inFlight().bytes), zap.Int("carried", e.batch.len),
+		ce.Write(zap.Int("records", e.txn.inFlight().records), zap.Int("bytes", e.txn.inFlight().bytes), zap.Int("carried", e.batch.len),
 			zap.Duration("collect_seconds", collected.Sub(began)), zap.Duration("produce_finished_seconds", e.opts.Now().Sub(collected)))
 	}
 	return !final, nil
@@ -133,19 +119,17 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final 
 // its batch is committed whole once the store answers.
 func (e *Engine) outage() bool { return e.pause.outages > 0 || e.pause.failed != nil }
 
-// commitProduced hands what the batch produced to the committer goroutine.
+// commitProduced ends the transaction of what the batch produced: it
+// commits on the committer goroutine.
 func (e *Engine) commitProduced(ctx context.Context) error {
-	if err := e.begin(ctx); err != nil { // no output opened it (all dropped): offsets only
+	if err := e.txn.begin(ctx); err != nil { // nothing produced opened it (all dropped): offsets only
 		return e.produceFailed(ctx, err)
 	}
 	e.resumed()
 	if err := e.handOff(ctx); err != nil {
 		return err
 	}
-	for _, k := range e.forget {
-		delete(e.failures, k) // retried in place and done, or dead-lettered
-	}
-	e.forget = e.forget[:0]
+	e.retries.forgetSettled()
 	return nil
 }
 
@@ -157,12 +141,12 @@ func (e *Engine) produceReady(ctx context.Context) error {
 	if e.batch.proc == nil {
 		return nil
 	}
-	if e.committer.inFlight() != nil {
-		p, err, ok := e.committer.finished()
+	if e.txn.inFlight() != nil {
+		p, out, err, ok := e.txn.finished()
 		if !ok {
 			return nil
 		}
-		if _, err := e.settled(ctx, p, err, true); err != nil || e.batch.proc == nil {
+		if _, err := e.settled(ctx, p, out, err, true); err != nil || e.batch.proc == nil {
 			return err // nil proc: the commit aborted and the batch was rewound
 		}
 	}
@@ -187,17 +171,10 @@ func (e *Engine) emit(ctx context.Context, res pipeline.Result) error {
 	if err != nil {
 		return err
 	}
-	if len(e.failures) > 0 {
-		if k := offsetOf(res.In); e.failures[k] > 0 {
-			e.forget = append(e.forget, k)
-		}
-	}
+	e.retries.settled(res.In)
 	if rec == nil {
-		e.batch.tally.dropped++
+		e.txn.tally.dropped++
 		return nil
-	}
-	if err := e.begin(ctx); err != nil {
-		return err
 	}
 	topic, partition := e.opts.SlimTopic, AnyPartition
 	if rec.Destination != "" {
@@ -205,10 +182,10 @@ func (e *Engine) emit(ctx context.Context, res pipeline.Result) error {
 	}
 	// Dead-letter records spread by key: the dead-letter topic need not have
 	// as many partitions as the source.
-	if e.opts.PreservePartitions && topic != e.deadLetterTopic {
+	if e.opts.PreservePartitions && topic != e.reporter.DeadLetterTopic {
 		partition = rec.Partition
 	}
-	if err := e.session.Produce(ctx, rec, topic, partition); err != nil {
+	if err := e.txn.produce(ctx, rec, topic, partition); err != nil {
 		return err
 	}
 	e.count(res.In, rec)
@@ -216,10 +193,10 @@ func (e *Engine) emit(ctx context.Context, res pipeline.Result) error {
 }
 
 func (e *Engine) count(in, out *pipeline.Record) {
-	t := &e.batch.tally
+	t := &e.txn.tally
 	t.out++
 	switch {
-	case out.Destination != "" && out.Destination == e.deadLetterTopic:
+	case out.Destination != "" && out.Destination == e.reporter.DeadLetterTopic:
 		if t.deadLettered == nil {
 			t.deadLettered = map[string]int{}
 		}
@@ -235,23 +212,11 @@ func (e *Engine) count(in, out *pipeline.Record) {
 	}
 }
 
-// begin opens the batch's transaction, if it has none open yet.
-func (e *Engine) begin(ctx context.Context) error {
-	if e.batch.inTxn {
-		return nil
-	}
-	if err := e.session.Begin(ctx); err != nil {
-		return err
-	}
-	e.batch.inTxn = true
-	return nil
-}
-
 // handOff takes the consumer positions, the offsets after the records the
 // batch produced at least (a partition sought back since, to its end offset,
 // has no position) and up to the first record still transforming at most,
-// and starts the committer goroutine, which commits them with the batch's
-// transaction, while this goroutine collects the next batch.
+// and ends the batch's transaction with them: it commits on the committer
+// goroutine while this goroutine collects the next batch.
 func (e *Engine) handOff(ctx context.Context) error {
 	offsets, err := e.src.Positions(e.assigned)
 	if err != nil {
@@ -271,11 +236,8 @@ func (e *Engine) handOff(ctx context.Context) error {
 	for _, o := range rest {
 		set(o, func(int64) bool { return false })
 	}
-	t := e.batch.tally
-	p := &pendingCommit{done: make(chan error, 1), start: done.start, offsets: offsets, settled: done.settled, tally: t,
-		records: done.records, bytes: done.bytes}
-	e.batch.inTxn, e.batch.tally = false, tally{}
-	e.committer.start(ctx, p)
+	p := &pendingCommit{start: done.start, offsets: offsets, settled: done.settled, records: done.records, bytes: done.bytes}
+	e.txn.end(ctx, p)
 	return nil
 }
 
@@ -283,31 +245,31 @@ func (e *Engine) handOff(ctx context.Context) error {
 // with rewind, the consumer goes back to the start of that batch (dropping the
 // batch collected since); aborted reports that. Fatal errors are returned.
 func (e *Engine) settle(ctx context.Context, rewind bool) (aborted bool, err error) {
-	if e.committer.inFlight() == nil {
+	if e.txn.inFlight() == nil {
 		return false, nil
 	}
-	p, err := e.committer.wait()
-	return e.settled(ctx, p, err, rewind)
+	p, out, err := e.txn.wait()
+	return e.settled(ctx, p, out, err, rewind)
 }
 
-// settled takes the outcome err of commit p, as settle does.
-func (e *Engine) settled(ctx context.Context, p *pendingCommit, err error, rewind bool) (aborted bool, _ error) {
-	if err == nil {
-		e.aborts = 0
+// settled takes the outcome of commit p, as settle does.
+func (e *Engine) settled(ctx context.Context, p *pendingCommit, out outcome, err error, rewind bool) (wasAborted bool, _ error) {
+	switch out {
+	case committed:
 		for part, n := range p.settled {
-			e.report.Committed[part] += n
+			e.figures.report.Committed[part] += n
 		}
-		e.total.add(p.tally, e.opts.Now())
+		e.figures.total.add(p.tally, e.opts.Now())
 		e.board.noteCommitted(p.offsets)
 		e.publish()
 		if e.opts.Committed != nil {
 			e.opts.Committed(p.settled, p.bytes)
 		}
 		return false, nil
-	}
-	var abort *AbortError
-	if !errors.As(err, &abort) {
+	case failed:
 		return false, err
 	}
-	return true, e.recover(ctx, abort, p.start, rewind)
+	var abort *AbortError
+	errors.As(err, &abort)
+	return true, e.recover(ctx, abort, out, p.start, rewind)
 }

@@ -15,9 +15,13 @@
 // the poll goroutine collects and transforms the next batch; it produces
 // nothing until that commit is settled. Session calls therefore never overlap.
 // The commit is also settled before a rebalance gives partitions up and
-// before stopping. A failed transaction is aborted and the consumer rewound to
-// the start of its batch (the batch collected since is dropped and read
-// again). An eager rebalance aborts the transaction of the batch in hand and
+// before stopping. The transaction is one value, txn (txn.go): it opens on
+// the first output, ends by committing aside, and its outcome (committed,
+// aborted, unsure, failed) is settled before anything else is produced.
+// What an abort means for the batch is decided in one place (recover): the
+// transaction is aborted and the consumer rewound to the start of its batch
+// (the batch collected since is dropped and read again); after an unsure
+// outcome, to the group's committed offsets. An eager rebalance aborts the transaction of the batch in hand and
 // drops it; a cooperative one commits it before the revoked partitions are
 // given up, and the partitions kept go on.
 package engine
@@ -48,7 +52,7 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, session: session, policy: opts.Policy,
+	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, policy: opts.Policy,
 		prefetch: prefetch{bound: opts.Prefetch}}
 	if e.m == nil {
 		e.m = noMetrics{}
@@ -58,66 +62,52 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 	for _, t := range rules.Tiers {
 		e.intake.RetryTopics[t.Topic] = true
 	}
-	e.deadLetterTopic = rules.DeadLetterTopic
-	e.committer = committer{session: session, m: e.m, log: opts.Logger}
+	e.txn = txn{session: session, m: e.m, log: opts.Logger}
 	e.board = newStatusBoard()
 	e.stalls = newStalls()
 	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
 	return e, nil
 }
 
+// bounds are what ends a run: stop closes when polling is to stop; work
+// bounds transforms and commits, and outlives stop by ShutdownTimeout;
+// until holds a bounded run's end offsets (nil: unbounded).
+type bounds struct {
+	stop  <-chan struct{}
+	work  context.Context
+	until map[Partition]int64
+}
+
 // Engine is one instance of a pipeline's loop.
 type Engine struct {
-	opts            Options
-	log             *zap.Logger
-	m               Metrics
-	src             Source
-	session         Session
-	sourced         sourced // the record emit produces, made again for each
-	policy          *dlt.Policy
-	intake          dlt.Intake // what a consumed record may claim about itself
-	deadLetterTopic string
-	reporter        *dlt.Reporter // a failure's record, fitted to its topic
+	opts     Options
+	log      *zap.Logger
+	m        Metrics
+	src      Source
+	sourced  sourced // the record emit produces, made again for each
+	policy   *dlt.Policy
+	intake   dlt.Intake    // what a consumed record may claim about itself
+	reporter *dlt.Reporter // a failure's record, fitted to its topic
 
 	batch    batch
 	assigned []Partition
-	aborts   int // consecutive Kafka aborts of one batch
 	pause    pause
 	ledger   *ledger // why each paused partition is paused
-	// failures counts, in mode: blocking, how often each record failed
-	// (retries in place); forget lists those the batch in hand settles.
-	failures   map[Offset]int
-	forget     []Offset
-	committer  committer // the commit in flight
-	fatal      error     // a fatal error met inside a rebalance callback
-	now        time.Time
-	lastLag    time.Time
-	stop       <-chan struct{}
-	work       context.Context // bounds transforms and commits; outlives a signal by ShutdownTimeout
-	report     Report
-	until      map[Partition]int64
-	total      totals    // what the run committed
-	progressAt time.Time // when the last progress line was logged
-	progressed int       // total.records then
-	lag        int64     // the last lag figure: records behind, over the partitions held
-	// counted holds, per partition, the offset after the highest record
-	// counted as consumed: a record below it was read before (a rewind, a
-	// dropped batch, an assignment lost and won back) and is counted again
-	// only as reread.
-	counted map[Partition]*int64
-	// countedLast is counted's entry of the partition of the record counted
-	// last (records come in runs of one partition): no lookup for the next.
-	countedLast     *int64
-	countedLastPart Partition
+	retries  inPlace // mode: blocking's retries in place
+	txn      txn     // the open transaction and the commit in flight
+	fatal    error   // a fatal error met inside a rebalance callback
+	now      time.Time
+	run      bounds   // when the run stops, and where a bounded run ends
+	figures  figures  // what the run did, for the report, progress lines and status
+	consumed consumed // each source offset counted once as consumed
 	// warnedReserved is set once a source record's retry headers were logged.
 	warnedReserved bool
 
 	prefetch prefetch // the consumer's memory share (Options.Prefetch)
 
-	ctl    control     // an operator's pause and resume requests
-	hold   *hold       // an operator's pause in effect
-	board  statusBoard // the status reporter
-	stalls stalls      // when each partition held last moved
+	operator operator    // an operator's pause and resume
+	board    statusBoard // the status reporter
+	stalls   stalls      // when each partition held last moved
 	// starvedSince is when boundIntake first saw a partition with lag and
 	// nothing in hand while the uploads were full (zero: not now).
 	starvedSince time.Time
@@ -127,21 +117,21 @@ type Engine struct {
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.ledger, e.failures, e.counted = newLedger(e.src), map[Offset]int{}, map[Partition]*int64{}
-	e.report.Committed = map[Partition]int64{}
+	e.ledger, e.retries, e.consumed = newLedger(e.src), inPlace{failures: map[Offset]int{}}, consumed{next: map[Partition]*int64{}}
+	e.figures.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
-		e.until = map[Partition]int64{}
+		e.run.until = map[Partition]int64{}
 		for _, o := range e.opts.Until {
-			e.until[o.Partition] = o.Offset
+			e.run.until[o.Partition] = o.Offset
 		}
 	}
 	began := e.opts.Now()
-	e.progressAt = began
+	e.figures.loggedAt = began
 	defer func() {
 		if closeErr := e.close(err); err == nil {
 			err = closeErr
 		}
-		rep = e.report
+		rep = e.figures.report
 		e.summary(began, err)
 		if err != nil {
 			e.publishEnd(StateFailed, err)
@@ -163,8 +153,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	defer cancelWork()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(e.opts.ShutdownTimeout, cancelWork) })
 	defer stopGrace()
-	e.stop = ctx.Done()
-	e.work = work
+	e.run.stop, e.run.work = ctx.Done(), work
 
 	e.now = e.opts.Now()
 	for ctx.Err() == nil {
@@ -187,7 +176,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			// finishes meanwhile is produced and committed on its schedule,
 			// so that no transaction stays open while uploads run and the
 			// uploads never drain to let the batch commit.
-			if atBound && e.committer.inFlight() != nil {
+			if atBound && e.txn.inFlight() != nil {
 				// Nothing in hand is produced before the commit in flight
 				// settles (an abort rewinds the batch: see produceReady).
 				if _, err := e.settle(work, true); err != nil {
@@ -221,7 +210,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 			return rep, err
 		} else if done {
 			e.log.Info("every assigned partition reached its end offset: stopping", zap.Int("partitions", len(e.assigned)))
-			e.report.ReachedEnd = true
+			e.figures.report.ReachedEnd = true
 			return rep, nil
 		}
 		if err := e.settleIdle(work); err != nil {
@@ -268,14 +257,10 @@ func (e *Engine) close(failed error) error {
 
 func (e *Engine) closeClients() error {
 	e.m.Ready(false)
-	if e.committer.inFlight() != nil {
-		// Run failed with a commit in flight: let it finish before closing.
-		// Its outcome no longer matters: an open transaction is aborted when
-		// this transactional.id next initialises.
-		e.committer.wait()
-	}
+	// Run failed with a commit in flight: let it finish before closing.
+	e.txn.finishInFlight()
 	err := e.src.Close() // leaves the group; Revoked runs inside it
-	e.session.Close()
+	e.txn.session.Close()
 	if err != nil {
 		return fmt.Errorf("leaving the consumer group: %w", err)
 	}
@@ -305,18 +290,18 @@ func (e *Engine) pollOnce() error {
 			return err
 		}
 	}
-	if end, ok := e.until[Partition{Topic: rec.Topic, Partition: rec.Partition}]; ok && rec.Offset >= end {
+	if end, ok := e.run.until[Partition{Topic: rec.Topic, Partition: rec.Partition}]; ok && rec.Offset >= end {
 		return e.stopAtEnd(rec)
 	}
 	if e.batch.len == 0 {
-		e.batch.begin(e.work, e.now, e.opts.Chain, e.opts.Workers, e.isolates)
+		e.batch.begin(e.run.work, e.now, e.opts.Chain, e.opts.Workers, e.isolates)
 	}
 	if e.opts.Throttle != nil {
-		e.opts.Throttle(e.work, rec)
+		e.opts.Throttle(e.run.work, rec)
 	}
 	e.prefetch.note(rec)
 	e.admit(e.batch.note(rec), rec)
-	e.countIn(rec)
+	e.m.Consumed(e.consumed.reread(rec))
 	return nil
 }
 
@@ -324,27 +309,6 @@ func (e *Engine) pollOnce() error {
 // due (a millisecond at least).
 func (e *Engine) untilDue() time.Duration {
 	return max(time.Millisecond, e.opts.Commit.Interval-e.now.Sub(e.batch.start))
-}
-
-// countIn counts rec as consumed: each source offset once in this
-// process, whatever sent it back to be read again.
-func (e *Engine) countIn(rec *pipeline.Record) {
-	next := e.countedLast
-	if next == nil || e.countedLastPart.Partition != rec.Partition || e.countedLastPart.Topic != rec.Topic {
-		p := Partition{Topic: rec.Topic, Partition: rec.Partition}
-		if next = e.counted[p]; next == nil {
-			next = new(int64)
-			*next = -1 // nothing counted yet
-			e.counted[p] = next
-		}
-		e.countedLast, e.countedLastPart = next, p
-	}
-	if rec.Offset < *next {
-		e.m.Consumed(true)
-		return
-	}
-	*next = rec.Offset + 1
-	e.m.Consumed(false)
 }
 
 // admit adds a consumed record to the batch as the intake lets it in: a
@@ -413,7 +377,7 @@ const deferredDue = 2
 // assigned, every assigned partition with an end offset was read up to it,
 // nothing is in hand, and the last commit succeeded.
 func (e *Engine) reachedEnd() (bool, error) {
-	if e.until == nil || len(e.assigned) == 0 || e.batch.len > 0 {
+	if e.run.until == nil || len(e.assigned) == 0 || e.batch.len > 0 {
 		return false, nil
 	}
 	positions, err := e.src.Positions(e.assigned)
@@ -429,7 +393,7 @@ func (e *Engine) reachedEnd() (bool, error) {
 	// an earlier run took everything).
 	var unread []Partition
 	for _, p := range e.assigned {
-		if _, ok := at[p]; !ok && e.until[p] > 0 && !e.ledger.has(p, atEnd) {
+		if _, ok := at[p]; !ok && e.run.until[p] > 0 && !e.ledger.has(p, atEnd) {
 			unread = append(unread, p)
 		}
 	}
@@ -443,22 +407,22 @@ func (e *Engine) reachedEnd() (bool, error) {
 		}
 	}
 	for _, p := range e.assigned {
-		if end, ok := e.until[p]; ok && end > 0 && !e.ledger.has(p, atEnd) && at[p] < end {
+		if end, ok := e.run.until[p]; ok && end > 0 && !e.ledger.has(p, atEnd) && at[p] < end {
 			return false, nil
 		}
 	}
-	aborted, err := e.settle(e.work, true)
+	aborted, err := e.settle(e.run.work, true)
 	return err == nil && !aborted, err
 }
 
 // settleIdle settles a commit that has finished while no batch is in hand,
 // so that an idle instance's figures (progress, report) are up to date.
 func (e *Engine) settleIdle(ctx context.Context) error {
-	if e.committer.inFlight() == nil || e.batch.proc != nil {
+	if e.txn.inFlight() == nil || e.batch.proc != nil {
 		return nil
 	}
-	if p, err, ok := e.committer.finished(); ok {
-		_, err = e.settled(ctx, p, err, true)
+	if p, out, err, ok := e.txn.finished(); ok {
+		_, err = e.settled(ctx, p, out, err, true)
 		return err
 	}
 	return nil
@@ -495,10 +459,10 @@ const lagEvery = 5 * time.Second
 // partitions' standstills (stalls) and the status, every lagEvery.
 // (librdkafka's committed-offset statistics go stale under EOS.)
 func (e *Engine) updateLag() {
-	if e.now.Sub(e.lastLag) < lagEvery {
+	if e.now.Sub(e.figures.lagAt) < lagEvery {
 		return
 	}
-	e.lastLag = e.now
+	e.figures.lagAt = e.now
 	// Figures that cannot be read now (a broker away) leave the last ones:
 	// a partition that does not move meanwhile stands still.
 	e.refreshLag()
@@ -548,5 +512,5 @@ func (e *Engine) refreshLag() {
 			lag += h - from
 		}
 	}
-	e.lag = lag
+	e.figures.lag = lag
 }

@@ -19,9 +19,47 @@ func offsetOf(r *pipeline.Record) Offset {
 	return Offset{Partition: Partition{Topic: r.Topic, Partition: r.Partition}, Offset: r.Offset}
 }
 
+// inPlace counts, in mode: blocking, how often each record failed (its
+// retries in place), and lists those the batch in hand settles: once its
+// transaction commits, they are forgotten.
+type inPlace struct {
+	failures map[Offset]int
+	settling []Offset
+}
+
+// failed counts a failure of rec and returns its attempt.
+func (r *inPlace) failed(rec *pipeline.Record) int {
+	k := offsetOf(rec)
+	r.failures[k]++
+	return r.failures[k]
+}
+
+// settled notes rec, a record that failed before, as produced or routed
+// by the batch in hand.
+func (r *inPlace) settled(rec *pipeline.Record) {
+	if len(r.failures) > 0 {
+		if k := offsetOf(rec); r.failures[k] > 0 {
+			r.settling = append(r.settling, k)
+		}
+	}
+}
+
+// forgetSettled forgets the records the batch committed settled: retried in
+// place and done, or dead-lettered.
+func (r *inPlace) forgetSettled() {
+	for _, k := range r.settling {
+		delete(r.failures, k)
+	}
+	r.settling = r.settling[:0]
+}
+
+// dropSettled forgets that the batch in hand settled records: it was
+// dropped, and they are read again.
+func (r *inPlace) dropSettled() { r.settling = r.settling[:0] }
+
 // decide asks the policy about rec's failure err.
 func (e *Engine) decide(rec *pipeline.Record, err error) dlt.Decision {
-	return e.policy.Decide(rec, err, e.failures[offsetOf(rec)], e.pause.outages)
+	return e.policy.Decide(rec, err, e.retries.failures[offsetOf(rec)], e.pause.outages)
 }
 
 // isolates reports whether a failure stays with its record (which the policy
@@ -97,7 +135,7 @@ func (e *Engine) produceFailed(ctx context.Context, err error) error {
 	var abort *AbortError
 	switch {
 	case errors.As(err, &abort):
-		return e.recover(ctx, abort, nil, true)
+		return e.recover(ctx, abort, ended(err), nil, true)
 	case dlt.Classify(err) == dlt.TransientStore || dlt.Classify(err) == dlt.Canceled:
 		return e.batchFailed(ctx, err)
 	default:
@@ -125,12 +163,11 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 	case dlt.Reread:
 		return e.rewind(nil)
 	case dlt.RetryInPlace:
-		k := offsetOf(re.Record)
-		e.failures[k]++
-		e.total.retriedInPlace++
+		attempt := e.retries.failed(re.Record)
+		e.figures.total.retriedInPlace++
 		e.log.Warn("record failed: retrying in place (mode: blocking)", zap.String("topic", re.Record.Topic),
 			zap.Int32("partition", re.Record.Partition), zap.Int64("offset", re.Record.Offset),
-			zap.Int("attempt", e.failures[k]), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in_seconds", d.Delay), zap.Error(err))
+			zap.Int("attempt", attempt), zap.Int("retries", len(e.policy.Rules().Delays)), zap.Duration("retry_in_seconds", d.Delay), zap.Error(err))
 		if err := e.rewind(nil); err != nil {
 			return err
 		}
@@ -153,23 +190,23 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ErrFatal, err)
 }
 
-// recover aborts the open transaction after a failure that requires it and,
-// with rewind, seeks back to start (and to the start of the batch in hand),
-// drops the batch and waits as the policy says, or stops.
-func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset, rewind bool) error {
-	e.aborts++
+// recover aborts the open transaction after abort, a failure that requires
+// it, and, with rewind, seeks back to start (and to the start of the batch
+// in hand), drops the batch and waits as the policy says, or stops. This is
+// where a transaction's outcome (out: aborted or unsure) decides the rewind.
+func (e *Engine) recover(ctx context.Context, abort *AbortError, out outcome, start []Offset, rewind bool) error {
+	inARow := e.txn.abortedAgain()
 	e.m.Aborted()
-	e.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.Err), zap.Int("consecutive_aborts", e.aborts))
-	if err := e.abort(ctx); err != nil {
+	e.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.Err), zap.Int("consecutive_aborts", inARow))
+	if err := e.txn.abort(ctx); err != nil {
 		return err
 	}
 	if !rewind {
 		return nil // the partitions are being revoked: their next owner resumes
 	}
-	if abort.Unsure {
-		// A call stuck in committing may have committed before it stuck. The
-		// new producer's initialisation settled the transaction either way, so
-		// the group's committed offsets say where to resume.
+	if out == unsure {
+		// The new producer's initialisation settled the transaction either
+		// way, so the group's committed offsets say where to resume.
 		var err error
 		if start, err = e.committedOr(start); err != nil {
 			return err
@@ -178,9 +215,9 @@ func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset,
 	if err := e.rewind(start); err != nil {
 		return err
 	}
-	wait, stop := e.policy.AfterAbort(e.aborts)
+	wait, stop := e.policy.AfterAbort(inARow)
 	if stop {
-		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %w", ErrFatal, e.aborts, abort.Err)
+		return fmt.Errorf("%w: the same batch aborted %d times in a row, last: %w", ErrFatal, inARow, abort.Err)
 	}
 	e.wait(ctx, wait)
 	return nil
@@ -190,33 +227,17 @@ func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset,
 // was rewound, so there is nothing in hand to commit).
 func (e *Engine) wait(ctx context.Context, d time.Duration) {
 	select {
-	case <-e.stop:
+	case <-e.run.stop:
 	case <-ctx.Done():
 	case <-e.opts.After(d):
 	}
-}
-
-// abortOpen aborts the transaction of the batch in hand, if it opened one.
-func (e *Engine) abortOpen(ctx context.Context) error {
-	if !e.batch.inTxn {
-		return nil
-	}
-	e.m.Aborted()
-	return e.abort(ctx)
-}
-
-// abort aborts the open transaction; what the batch in hand produced into it
-// is gone.
-func (e *Engine) abort(ctx context.Context) error {
-	e.batch.inTxn, e.batch.tally = false, tally{}
-	return e.session.Abort(ctx)
 }
 
 // rewind aborts the transaction of the batch in hand, seeks every partition
 // back to the lower of its offset in also and its first offset in that batch,
 // and drops the batch.
 func (e *Engine) rewind(also []Offset) error {
-	if err := e.abortOpen(e.work); err != nil {
+	if err := e.txn.abortOpen(e.run.work); err != nil {
 		return err
 	}
 	to := map[Partition]int64{}
@@ -226,7 +247,7 @@ func (e *Engine) rewind(also []Offset) error {
 		}
 	}
 	e.batch.reset()
-	e.forget = e.forget[:0]
+	e.retries.dropSettled()
 	if len(to) == 0 {
 		return nil
 	}

@@ -10,6 +10,13 @@ import (
 	"go.uber.org/zap"
 )
 
+// operator is an operator's say: the requests, and the pause in effect
+// (nil: none).
+type operator struct {
+	ctl  control
+	hold *hold
+}
+
 // hold is an operator's pause in effect.
 type hold struct {
 	reason string
@@ -43,12 +50,12 @@ type waiter struct {
 // The channel returned is closed once the pause is in effect (or a request
 // asked after it is). A pause lasts until Resume or the end of the run.
 // Safe from any goroutine.
-func (e *Engine) Pause(reason string) <-chan struct{} { return e.ctl.ask(true, reason) }
+func (e *Engine) Pause(reason string) <-chan struct{} { return e.operator.ctl.ask(true, reason) }
 
 // Resume ends an operator's pause; the channel returned is closed once
 // consumption has resumed (or a request asked after it is in effect). Safe
 // from any goroutine.
-func (e *Engine) Resume() <-chan struct{} { return e.ctl.ask(false, "") }
+func (e *Engine) Resume() <-chan struct{} { return e.operator.ctl.ask(false, "") }
 
 func (c *control) ask(pause bool, reason string) <-chan struct{} {
 	c.mu.Lock()
@@ -96,12 +103,12 @@ func (c *control) obeyed(seq uint64) {
 // the last commit is kept; a resume resumes them, except the retry
 // partitions held until their next record is due.
 func (e *Engine) obey(ctx context.Context) error {
-	pause, reason, seq := e.ctl.wanted()
+	pause, reason, seq := e.operator.ctl.wanted()
 	if seq == 0 {
 		return nil
 	}
 	switch {
-	case pause && e.hold == nil:
+	case pause && e.operator.hold == nil:
 		if e.batch.len > 0 {
 			if err := e.flush(ctx, true); err != nil {
 				return err
@@ -116,24 +123,24 @@ func (e *Engine) obey(ctx context.Context) error {
 		if err := e.pauseHeld(e.assigned); err != nil {
 			return err
 		}
-		e.hold = &hold{reason: reason, since: e.opts.Now()}
+		e.operator.hold = &hold{reason: reason, since: e.opts.Now()}
 		e.m.Paused(PausedByOperator, reason)
 		e.log.Info("paused by an operator: the batch in hand is committed and nothing more is consumed until resumed",
 			zap.String("reason", reason), zap.Int("partitions", len(e.assigned)))
 	case pause:
-		e.hold.reason = reason
+		e.operator.hold.reason = reason
 		e.m.Paused(PausedByOperator, reason)
-	case e.hold != nil:
+	case e.operator.hold != nil:
 		parts := e.ledger.with(byOperator)
 		if err := e.ledger.resume(parts, byOperator); err != nil {
 			return fmt.Errorf("%w: resuming %v after an operator's pause: %w", ErrFatal, parts, err)
 		}
-		e.log.Info("resumed by an operator", zap.Duration("paused_for_seconds", e.opts.Now().Sub(e.hold.since)), zap.Int("partitions", len(parts)))
-		e.hold = nil
+		e.log.Info("resumed by an operator", zap.Duration("paused_for_seconds", e.opts.Now().Sub(e.operator.hold.since)), zap.Int("partitions", len(parts)))
+		e.operator.hold = nil
 		e.m.Resumed(PausedByOperator)
 	}
 	e.publish()
-	e.ctl.obeyed(seq)
+	e.operator.ctl.obeyed(seq)
 	return nil
 }
 

@@ -23,7 +23,7 @@ func (e *Engine) Assigned(parts []Partition) error {
 			e.board.committed[o.Partition] = o.Offset
 		}
 	}
-	if e.hold != nil {
+	if e.operator.hold != nil {
 		if err := e.pauseHeld(parts); err != nil {
 			return err
 		}
@@ -69,16 +69,16 @@ func (e *Engine) revoke(parts []Partition, lost bool) error {
 		} else {
 			e.log.Info("partitions revoked", zap.Stringers("partitions", parts), zap.Bool("lost", lost))
 		}
-		if err := e.abortOpen(ctx); err != nil {
+		if err := e.txn.abortOpen(ctx); err != nil {
 			return err
 		}
 		e.batch.reset()
-		e.forget = e.forget[:0]
+		e.retries.dropSettled()
 		return nil
 	}
 	e.log.Info("partitions revoked; committing the batch in hand first", zap.Stringers("partitions", parts), zap.Int("records", e.batch.len))
 	if e.batch.len > 0 {
-		if err := e.flush(e.work, true); err != nil {
+		if err := e.flush(e.run.work, true); err != nil {
 			return err
 		}
 	}

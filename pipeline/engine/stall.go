@@ -55,7 +55,7 @@ func (s *stalls) stalled(p Partition, now time.Time) time.Duration {
 // past StallWarnAfter, and says when it moves again.
 func (e *Engine) lookForStalls() {
 	s := &e.stalls
-	paused := e.hold != nil || e.pause.outages > 0
+	paused := e.operator.hold != nil || e.pause.outages > 0
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)
 		now := [2]int64{ps.Position, ps.Committed}

@@ -161,16 +161,16 @@ func (e *Engine) publish() { e.board.last.Store(e.snapshot()) }
 
 // snapshot is the engine's status now; a published one is never changed.
 func (e *Engine) snapshot() *Status {
-	s := &Status{State: StateRunning, LastCommit: e.total.lastCommit, UpdatedAt: e.opts.Now()}
+	s := &Status{State: StateRunning, LastCommit: e.figures.total.lastCommit, UpdatedAt: e.opts.Now()}
 	switch {
-	case e.hold != nil:
-		s.State, s.Paused = StatePaused, &PauseStatus{By: PausedByOperator, Reason: e.hold.reason, Since: e.hold.since}
+	case e.operator.hold != nil:
+		s.State, s.Paused = StatePaused, &PauseStatus{By: PausedByOperator, Reason: e.operator.hold.reason, Since: e.operator.hold.since}
 	case e.pause.outages > 0:
 		s.State, s.Paused = StatePaused, &PauseStatus{By: PausedByStore, Reason: e.pause.reason, Since: e.pause.since}
 	case len(e.assigned) == 0:
 		s.State = StateUnassigned
 	}
-	t := e.total
+	t := e.figures.total
 	s.Totals = Totals{Records: t.records, Produced: t.produced, Offloaded: t.offloaded, OffloadedBytes: t.offloadedBytes,
 		Retried: t.retried, RetriedInPlace: t.retriedInPlace, DeadLettered: t.deadLettered, Dropped: t.dropped, Transactions: t.commits}
 	s.Uploads = &UploadStatus{Slots: max(1, e.opts.Workers.Max)}
@@ -181,7 +181,7 @@ func (e *Engine) snapshot() *Status {
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)
 		ps.Held = e.ledger.has(p, untilDue)
-		ps.StalledSeconds = int64(e.stalls.stalled(p, e.lastLag) / time.Second)
+		ps.StalledSeconds = int64(e.stalls.stalled(p, e.figures.lagAt) / time.Second)
 		s.Partitions = append(s.Partitions, ps)
 	}
 	slices.SortFunc(s.Partitions, func(a, b PartitionStatus) int {
