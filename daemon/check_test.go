@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offloader/offloader/limits"
 )
 
 // Check reads the topics and limits on the cluster, creates what is missing
@@ -49,5 +52,26 @@ func TestCheckReportsKafkaTheSampleAndTheStores(t *testing.T) {
 	}
 	if len(rep.Stores.Problems) != 0 || len(rep.Stores.Checks) < 3 {
 		t.Errorf("no broker: the store was blamed or not tried: %+v", rep.Stores)
+	}
+}
+
+// A pipeline file's own figures reach the size check: the first offload
+// step's threshold, a rehydrate step's max_size, and each store's object
+// lifetime.
+func TestAPipelinesOwnFiguresReachTheSizeCheck(t *testing.T) {
+	p := loadPipeline(t, "127.0.0.1:9", "", fmt.Sprintf(`    stores:
+      blob: {type: filesystem, root: %q, object_lifetime: 168h}
+      kept: {type: filesystem, root: %q}
+    transforms:
+      - {type: offload, store: blob, threshold: 500KiB}
+      - {type: offload, store: kept, threshold: 100KiB}
+`, t.TempDir(), t.TempDir()))
+	f := &limits.Figures{Slim: limits.TopicInfo{Name: "slim", Role: "slim", Exists: true, MaxMessageBytes: 1 << 20}, ProducerMaxMessageBytes: 1 << 20, BrokerMessageMaxBytes: 1 << 20}
+	addPipeline(f, p)
+	if !f.HasOffload || f.Threshold != 500<<10 {
+		t.Errorf("offload %v, threshold %d; want the first offload step's 512000", f.HasOffload, f.Threshold)
+	}
+	if len(f.ObjectLifetimes) != 1 || f.ObjectLifetimes["blob"] != 168*time.Hour {
+		t.Errorf("lifetimes %v, want blob's 168h only", f.ObjectLifetimes)
 	}
 }

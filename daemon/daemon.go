@@ -123,7 +123,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	if err != nil {
 		return nil, err
 	}
-	topology.Figures.AddPipeline(p)
+	addPipeline(topology.Figures, p)
 	if err := checkLimits(p, topology.Figures, logger); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		return nil, err
 	}
 
-	plan := topology.Memory(int64(p.Memory.InFlight), p.Memory.MaxUploads)
+	plan := memory.Split(int64(p.Memory.InFlight), topology.Figures.Brokers, p.Memory.MaxUploads, topology.Figures.LargestRecord())
 	batchBytes := min(plan.Batch, int64(p.Commit.MaxBytes))
 	logger.Info("memory budget (memory.in_flight) split",
 		zap.String("in_flight", settings.Size(plan.InFlight).String()),

@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafka"
 	"github.com/offloader/offloader/limits"
+	"github.com/offloader/offloader/transforms"
 )
 
 // Kafka is what the Kafka edge knows of p: its clients, topics and group.
@@ -46,8 +48,24 @@ func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.F
 	if err != nil {
 		return nil, err
 	}
-	f.AddPipeline(p)
+	addPipeline(f, p)
 	return f, nil
+}
+
+// addPipeline adds p's own figures to f: its stores' object lifetimes, and
+// its chain's steps that bound record sizes (transforms.Bound).
+func addPipeline(f *limits.Figures, p *config.Pipeline) {
+	lifetimes := map[string]time.Duration{}
+	for name, s := range p.Stores {
+		lifetimes[name] = s.ObjectLifetime
+	}
+	var steps []transforms.Bound
+	for _, s := range p.Transforms {
+		if b, ok := s.Config.(transforms.Bound); ok {
+			steps = append(steps, b)
+		}
+	}
+	f.AddPipeline(lifetimes, steps)
 }
 
 // CreateMissing creates p's missing slim, retry and dead-letter topics with

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
 	"github.com/offloader/offloader/transforms"
@@ -129,24 +128,21 @@ type Problem struct {
 	Fix  string `json:"fix"`
 }
 
-// AddPipeline adds the figures of p itself to those read from the cluster:
-// its stores' object lifetimes, and what its chain's steps
-// (transforms.Bound) do to record sizes: the first offload step's threshold
-// in bytes, and how large the steps that grow records (rehydrate's
-// max_size) let them get.
-func (f *Figures) AddPipeline(p *config.Pipeline) {
+// AddPipeline adds the pipeline's own figures to those read from the
+// cluster: its stores' object lifetimes (by store name; a store without one
+// keeps objects for ever), and what its chain's steps that bound record
+// sizes do to them, in chain order: the first offload step's threshold in
+// bytes, and how large the steps that grow records (rehydrate's max_size)
+// let them get.
+func (f *Figures) AddPipeline(lifetimes map[string]time.Duration, steps []transforms.Bound) {
 	f.ObjectLifetimes = map[string]time.Duration{}
-	for name, s := range p.Stores {
-		if s.ObjectLifetime > 0 {
-			f.ObjectLifetimes[name] = s.ObjectLifetime
+	for name, l := range lifetimes {
+		if l > 0 {
+			f.ObjectLifetimes[name] = l
 		}
 	}
 	limit := f.LimitOf(f.Slim).Bytes
-	for _, s := range p.Transforms {
-		b, ok := s.Config.(transforms.Bound)
-		if !ok {
-			continue
-		}
+	for _, b := range steps {
 		largest, offloads := b.Emits(limit)
 		switch {
 		case !offloads:
@@ -221,6 +217,16 @@ func (f *Figures) FailureLimits() map[string]engine.Limit {
 		out[r.Name] = f.LimitOf(r)
 	}
 	return out
+}
+
+// LargestRecord is the largest record the pipeline may write to any of its
+// topics: what the memory budget's shares are sized to hold one of.
+func (f *Figures) LargestRecord() int {
+	largest := f.SlimLimit().Bytes
+	for _, l := range f.FailureLimits() {
+		largest = max(largest, l.Bytes)
+	}
+	return largest
 }
 
 // DeadLetterLimit is the dead-letter topic's limit (zero without one).

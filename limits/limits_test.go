@@ -1,15 +1,12 @@
 package limits
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/offloader/offloader/config"
-	_ "github.com/offloader/offloader/stores/filesystem" // the filesystem store type, for a pipeline file
+	"github.com/offloader/offloader/transforms"
 )
 
 func figures() *Figures {
@@ -173,35 +170,26 @@ func TestTheTopologysLimits(t *testing.T) {
 	}
 }
 
-// The pipeline's own figures: the first offload step's threshold, and its
-// stores' object lifetimes.
+// The pipeline's own figures: the first offload step's threshold (a later
+// offload step's is not the slim topic's), how large a step that grows
+// records lets them get, and the stores' object lifetimes (none: kept).
 func TestAddPipelineTakesTheChainAndTheStores(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "p.yaml")
-	body := `pipelines:
-  p:
-    kafka: {bootstrap_servers: "127.0.0.1:9092"}
-    source: {topics: [raw], group: g}
-    slim_topic: slim
-    stores:
-      blob: {type: filesystem, root: ` + strconv.Quote(t.TempDir()) + `, object_lifetime: 168h}
-    transforms:
-      - {type: offload, store: blob, threshold: 500KiB}
-`
-	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := config.Load(file, config.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := loaded.Select("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := figures()
 	f.HasOffload, f.Threshold = false, 0
-	f.AddPipeline(p)
-	if !f.HasOffload || f.Threshold != 500<<10 || f.ObjectLifetimes["blob"] != 168*time.Hour {
-		t.Fatalf("offload %v, threshold %d, lifetimes %v; want 512000 and blob's 168h", f.HasOffload, f.Threshold, f.ObjectLifetimes)
+	f.AddPipeline(map[string]time.Duration{"blob": 168 * time.Hour, "forever": 0},
+		[]transforms.Bound{bound{largest: 500 << 10, offloads: true}, bound{largest: 2 << 20}, bound{largest: 100, offloads: true}})
+	if !f.HasOffload || f.Threshold != 500<<10 || f.Rehydrated != 2<<20 {
+		t.Errorf("offload %v, threshold %d, rehydrated %d; want 512000 and 2097152", f.HasOffload, f.Threshold, f.Rehydrated)
+	}
+	if len(f.ObjectLifetimes) != 1 || f.ObjectLifetimes["blob"] != 168*time.Hour {
+		t.Errorf("lifetimes %v, want blob's 168h only", f.ObjectLifetimes)
 	}
 }
+
+// bound is a chain step that bounds record sizes (transforms.Bound).
+type bound struct {
+	largest  int
+	offloads bool
+}
+
+func (b bound) Emits(int) (int, bool) { return b.largest, b.offloads }

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/limits"
-	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline/engine"
 )
 
@@ -40,18 +39,6 @@ func (t *Topology) FailureLimits() map[string]engine.Limit { return t.Figures.Fa
 
 // DeadLetterLimit is the dead-letter topic's limit (zero without one).
 func (t *Topology) DeadLetterLimit() engine.Limit { return t.Figures.DeadLetterLimit() }
-
-// Memory splits the pipeline's memory budget (memory.in_flight) of inFlight
-// bytes and maxUploads for this cluster: the fetch share is divided among its
-// brokers, and the produce queue holds at least two of the largest records
-// the slim, retry and dead-letter topics take.
-func (t *Topology) Memory(inFlight int64, maxUploads int) memory.Plan {
-	largest := t.SlimLimit().Bytes
-	for _, l := range t.FailureLimits() {
-		largest = max(largest, l.Bytes)
-	}
-	return memory.Split(inFlight, t.Figures.Brokers, maxUploads, largest)
-}
 
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
 // when topics are missing or the slim topic has fewer partitions than a source
