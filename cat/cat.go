@@ -2,7 +2,7 @@
 // a JSON object per record, raw values, or a kcat format string (-f), each
 // value resolved through its pointer, or what the pointer says (--meta), or
 // as stored; large and binary values may go to files of their own.
-// offloader cat reads the records through internal/kafka's Reader.
+// offloader cat reads the records through internal/kafka/reader's Reader.
 package cat
 
 import (

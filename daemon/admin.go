@@ -12,7 +12,8 @@ import (
 
 	"github.com/offloader/offloader/admin"
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -74,11 +75,11 @@ const leaveTimeout = 30 * time.Second
 // leaveGroup removes the stopped instance's static membership (POST /leave
 // asked for it): its partitions move to the other instances now, not after
 // session.timeout.ms. Failing, it says so; the member then times out.
-func leaveGroup(k kafka.Pipeline, logger *zap.Logger) {
+func leaveGroup(k client.Pipeline, logger *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
 	id := k.GroupInstanceID()
-	if err := kafka.RemoveStaticMember(ctx, k); err != nil {
+	if err := kadmin.RemoveStaticMember(ctx, k); err != nil {
 		logger.Warn("could not remove the static member: its partitions move once session.timeout.ms passes", zap.String("group_instance_id", id), zap.Error(err))
 		return
 	}

@@ -12,7 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/settings"
@@ -23,10 +24,10 @@ import (
 type AnalyzeOptions struct {
 	Topic      string
 	Partitions []int32 // nil: every partition
-	From       kafka.Start
+	From       reader.Start
 	// To is where each partition's reading stops: an offset (To.Offset) or
 	// the first record at or after a time (To.Time). nil: its end now.
-	To *kafka.Start
+	To *reader.Start
 	// Threshold is the offload threshold in bytes. 0: the pipeline's offload
 	// step's, or auto when the step has none or says auto.
 	Threshold int
@@ -78,13 +79,13 @@ func Analyze(ctx context.Context, p *config.Pipeline, o AnalyzeOptions) (Analysi
 	}
 	a.Gate(applies, migration.SlimLimitOf(f))
 	started := time.Now()
-	r, err := kafka.OpenReader(kafka.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
+	r, err := reader.OpenReader(reader.ReaderOptions{Bootstrap: p.Kafka.BootstrapServers, Properties: p.Kafka.Consumer,
 		Topic: o.Topic, Partitions: o.Partitions, From: o.From, Until: until})
 	if err != nil {
 		return Analysis{}, err
 	}
 	defer r.Close()
-	if err := a.ReadAll(ctx, r, kafka.ErrEnd); err != nil {
+	if err := a.ReadAll(ctx, r, reader.ErrEnd); err != nil {
 		return Analysis{}, fmt.Errorf("reading %s: %w", o.Topic, err)
 	}
 	return Analysis{Topic: o.Topic, Threshold: why, Elapsed: time.Since(started).Seconds(), Report: a.Report()}, nil
@@ -116,7 +117,7 @@ func analysisEnd(ctx context.Context, p *config.Pipeline, o AnalyzeOptions, part
 	case o.To == nil:
 		return nil, nil
 	case !o.To.Time.IsZero():
-		g, err := kafka.OpenGroups(KafkaClient(p), orNop(o.Log))
+		g, err := kadmin.OpenGroups(KafkaClient(p), orNop(o.Log))
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +145,7 @@ func SampleOffloadIf(ctx context.Context, p *config.Pipeline, n int) (read int64
 		return -1, nil, nil
 	}
 	for _, topic := range p.Source.Topics {
-		rep, err := Analyze(ctx, p, AnalyzeOptions{Topic: topic, From: kafka.Start{Tail: int64(n)}})
+		rep, err := Analyze(ctx, p, AnalyzeOptions{Topic: topic, From: reader.Start{Tail: int64(n)}})
 		if err != nil {
 			return read, problems, fmt.Errorf("sampling %s for the offload step's if: %w", topic, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/offloader/offloader/cat"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/resolver"
 )
 
@@ -17,8 +17,8 @@ type CatOptions struct {
 	Properties map[string]string
 	Topic      string
 	Partitions []int32 // nil: every partition
-	From       kafka.Start
-	// Follow, StopAtEnd and Uncommitted are kafka.ReaderOptions'.
+	From       reader.Start
+	// Follow, StopAtEnd and Uncommitted are reader.ReaderOptions'.
 	Follow, StopAtEnd, Uncommitted bool
 	// List shapes the listing; Cat sets its Topic and End.
 	List cat.Options
@@ -27,12 +27,12 @@ type CatOptions struct {
 // Cat lists o.Topic's records (cat.Print) as a Reader reads them from the
 // cluster, resolved through res (nil: as stored).
 func Cat(ctx context.Context, res *resolver.Resolver, o CatOptions, errOut io.Writer) error {
-	r, err := kafka.OpenReader(kafka.ReaderOptions{Bootstrap: o.Bootstrap, Properties: o.Properties, Topic: o.Topic,
+	r, err := reader.OpenReader(reader.ReaderOptions{Bootstrap: o.Bootstrap, Properties: o.Properties, Topic: o.Topic,
 		Partitions: o.Partitions, From: o.From, Follow: o.Follow, StopAtEnd: o.StopAtEnd, Uncommitted: o.Uncommitted})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	o.List.Topic, o.List.End = o.Topic, kafka.ErrEnd
+	o.List.Topic, o.List.End = o.Topic, reader.ErrEnd
 	return cat.Print(ctx, r, res, o.List, errOut)
 }

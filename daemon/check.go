@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/limits"
 )
 
@@ -96,7 +96,7 @@ func Check(ctx context.Context, p *config.Pipeline, o CheckOptions) *CheckReport
 	kctx, cancel := context.WithTimeout(ctx, kafkaTimeout)
 	figures, err := Survey(kctx, p, logger)
 	if err == nil {
-		rep.Kafka.ClusterID, err = kafka.ClusterID(kctx, KafkaClient(p), logger)
+		rep.Kafka.ClusterID, err = kadmin.ClusterID(kctx, KafkaClient(p), logger)
 	}
 	if err == nil && o.CreateMissing {
 		figures, rep.Kafka.Created, err = CreateMissing(kctx, p, figures, logger)

@@ -9,7 +9,8 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/gc"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/reader"
 )
 
 // CollectOptions say how Collect collects.
@@ -33,7 +34,7 @@ func Collect(ctx context.Context, p *config.Pipeline, o CollectOptions) (*gc.Rep
 	if len(prefixes) == 0 {
 		return &gc.Report{}, nil
 	}
-	groups, err := kafka.OpenGroups(KafkaClient(p), orNop(o.Log))
+	groups, err := kadmin.OpenGroups(KafkaClient(p), orNop(o.Log))
 	if err != nil {
 		return nil, err
 	}
@@ -62,5 +63,5 @@ func Collect(ctx context.Context, p *config.Pipeline, o CollectOptions) (*gc.Rep
 	plan := gc.Plan{Writer: p.Writer(), Cluster: cluster, Places: p.StorePlaces(), Group: p.Source.Group, SourceTopics: p.Source.Topics, SlimTopic: p.SlimTopic,
 		RetryTopics: retries, DeadLetterTopic: p.Errors.DeadLetterTopic, Prefixes: prefixes,
 		Grace: o.Grace, Floor: p.GCFloor(), DryRun: o.DryRun, Now: time.Now, Progress: progress}
-	return gc.Collect(ctx, plan, kafka.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
+	return gc.Collect(ctx, plan, reader.NewTopicLog(groups, p.Kafka.BootstrapServers, p.Kafka.Consumer), open)
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/dlt"
 	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/observability"
@@ -75,7 +77,7 @@ type Options struct {
 // Kafka clients connected, its admin API serving.
 type Daemon struct {
 	p       *config.Pipeline
-	kafka   kafka.Pipeline // what the Kafka edge is told of p
+	kafka   client.Pipeline // what the Kafka edge is told of p
 	logger  *zap.Logger
 	metrics *observability.Metrics
 	api     *admin.Server
@@ -110,7 +112,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 	for _, class := range dlt.DeadLetterClasses() {
 		d.metrics.DeadLettered.WithLabelValues(string(class))
 	}
-	d.metrics.SetBuildInfo(env.Version, env.Commit, kafka.LibraryVersion())
+	d.metrics.SetBuildInfo(env.Version, env.Commit, client.LibraryVersion())
 	d.api = &admin.Server{Pipeline: p.Name, Instance: d.kafka.TransactionalID, Version: env.Version, Stores: d.metrics.StoreHealth,
 		Token: p.Observability.AdminToken, PauseFile: p.Observability.PauseFile, Wait: adminWait, Logger: logger, Pprof: p.Observability.Pprof}
 	if d.addr, err = serveAdmin(ctx, p.Observability, d.metrics, d.api, logger); err != nil {
@@ -119,7 +121,7 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	topology, err := kafka.Inspect(startCtx, d.kafka, logger)
+	topology, err := kadmin.Inspect(startCtx, d.kafka, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +164,8 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()),
 		zap.String("kafka_client_heap", settings.Size(plan.ClientHeap).String()))
 	var prefetch engine.PrefetchBound
-	if _, ok := kafka.ClientHeap(); ok {
-		inUse := func() int64 { n, _ := kafka.ClientHeap(); return n }
+	if _, ok := client.ClientHeap(); ok {
+		inUse := func() int64 { n, _ := client.ClientHeap(); return n }
 		prefetch = &memory.Gauge{InUse: inUse, Limit: plan.ClientHeap}
 		d.metrics.WatchClientHeap(inUse, plan.ClientHeap)
 	}
@@ -288,7 +290,7 @@ func checkLimits(p *config.Pipeline, f *limits.Figures, logger *zap.Logger) erro
 
 // chain builds the transform chain against the opened stores and the
 // topics' limits.
-func (d *Daemon) chain(topology *kafka.Topology) (*transforms.Chain, error) {
+func (d *Daemon) chain(topology *kadmin.Topology) (*transforms.Chain, error) {
 	p := d.p
 	deps := transforms.Deps{
 		Pipeline:       p.Name,

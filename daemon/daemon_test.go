@@ -20,7 +20,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -182,7 +183,7 @@ func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
 	// Records wait on the source: a daemon that did not start paused would
 	// commit them.
 	waiting := []*pipeline.Record{{Topic: "raw", Partition: 0, Key: []byte("k"), Value: []byte("v")}, {Topic: "raw", Partition: 1, Key: []byte("k"), Value: []byte("v")}}
-	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, waiting, 1<<20, 30*time.Second); err != nil {
+	if err := kadmin.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, waiting, 1<<20, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	p := loadPipeline(t, bootstrap, fmt.Sprintf("observability: {listen: \"127.0.0.1:0\", pause_file: %q}", pauseFile), offloadTo(t))
@@ -222,7 +223,7 @@ func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	groups, err := kafka.OpenGroups(KafkaClient(p), zap.NewNop())
+	groups, err := kadmin.OpenGroups(KafkaClient(p), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func startWithRecords(t *testing.T) (bootstrap string, recs []*pipeline.Record) 
 		}
 		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{byte('a' + i%26)}, size)})
 	}
-	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
+	if err := kadmin.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return bootstrap, recs
@@ -367,7 +368,7 @@ func startBroker(t *testing.T, topics map[string]map[string]string) string {
 	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
+	if err := kadmin.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
 		t.Fatal(err)
 	}
 	return bootstrap
@@ -376,9 +377,9 @@ func startBroker(t *testing.T, topics map[string]map[string]string) string {
 // readAll reads a topic read_committed, from the start to its end.
 func readAll(t *testing.T, bootstrap, topic string) []*pipeline.Record {
 	t.Helper()
-	r, err := kafka.OpenReader(kafka.ReaderOptions{
+	r, err := reader.OpenReader(reader.ReaderOptions{
 		Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"},
-		Topic: topic, From: kafka.Start{Offset: kafka.Beginning},
+		Topic: topic, From: reader.Start{Offset: reader.Beginning},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +390,7 @@ func readAll(t *testing.T, bootstrap, topic string) []*pipeline.Record {
 	defer cancel()
 	for {
 		rec, err := r.Next(ctx, time.Second)
-		if errors.Is(err, kafka.ErrEnd) {
+		if errors.Is(err, reader.ErrEnd) {
 			return got
 		}
 		if err != nil {

@@ -7,14 +7,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/transforms"
 )
 
 // Kafka is what the Kafka edge knows of p: its clients, topics and group.
-func Kafka(p *config.Pipeline) kafka.Pipeline {
-	k := kafka.Pipeline{
+func Kafka(p *config.Pipeline) client.Pipeline {
+	k := client.Pipeline{
 		Client:             KafkaClient(p),
 		Name:               p.Name,
 		TransactionalID:    p.TransactionalID(),
@@ -24,7 +25,7 @@ func Kafka(p *config.Pipeline) kafka.Pipeline {
 		DeadLetterTopic:    p.Errors.DeadLetterTopic,
 		Preserve:           p.Partitioning == config.PartitioningPreserve,
 		TransactionTimeout: p.TransactionTimeout(),
-		StartFrom:          kafka.StartFrom{Latest: p.Source.Start() == config.StartLatest, Said: string(p.Source.Start())},
+		StartFrom:          client.StartFrom{Latest: p.Source.Start() == config.StartLatest, Said: string(p.Source.Start())},
 	}
 	if t, ok := p.Source.StartTime(); ok {
 		k.StartFrom.Time = t
@@ -36,15 +37,15 @@ func Kafka(p *config.Pipeline) kafka.Pipeline {
 }
 
 // KafkaClient is how p's clients reach the cluster.
-func KafkaClient(p *config.Pipeline) kafka.Client {
-	return kafka.Client{Bootstrap: p.Kafka.BootstrapServers, Consumer: p.Kafka.Consumer, Producer: p.Kafka.Producer}
+func KafkaClient(p *config.Pipeline) client.Client {
+	return client.Client{Bootstrap: p.Kafka.BootstrapServers, Consumer: p.Kafka.Consumer, Producer: p.Kafka.Producer}
 }
 
 // Survey reads every figure the size check needs: the cluster's (Kafka's
 // survey of the topics, the broker and the clients) and p's own (its
 // chain, its stores' object lifetimes).
 func Survey(ctx context.Context, p *config.Pipeline, log *zap.Logger) (*limits.Figures, error) {
-	f, err := kafka.Survey(ctx, Kafka(p), orNop(log))
+	f, err := kadmin.Survey(ctx, Kafka(p), orNop(log))
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +70,11 @@ func addPipeline(f *limits.Figures, p *config.Pipeline) {
 }
 
 // CreateMissing creates p's missing slim, retry and dead-letter topics with
-// settings that fit the figures (kafka.CreateMissing), and surveys again
+// settings that fit the figures (kadmin.CreateMissing), and surveys again
 // when it created any. It returns the figures as they are now and the
 // topics created.
 func CreateMissing(ctx context.Context, p *config.Pipeline, f *limits.Figures, log *zap.Logger) (*limits.Figures, []string, error) {
-	created, err := kafka.CreateMissing(ctx, KafkaClient(p), f, log)
+	created, err := kadmin.CreateMissing(ctx, KafkaClient(p), f, log)
 	if err != nil || len(created) == 0 {
 		return f, created, err
 	}

@@ -11,7 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 )
@@ -40,7 +41,7 @@ func TestTheOperatorsProceduresReadTheCluster(t *testing.T) {
 		t.Fatalf("analyze: %d records, %d offloaded at %d (%s), %d largest listed; want 30, 10 at 512KiB from the step, 3",
 			a.Records, a.Offload.Records, a.Offload.Threshold, a.Threshold, len(a.Largest))
 	}
-	a, err = Analyze(ctx, p, AnalyzeOptions{Topic: "raw", To: &kafka.Start{Offset: 4}, Threshold: 50})
+	a, err = Analyze(ctx, p, AnalyzeOptions{Topic: "raw", To: &reader.Start{Offset: 4}, Threshold: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestTheOperatorsProceduresReadTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	cluster, err := kafka.ClusterID(ctx, KafkaClient(p), zap.NewNop())
+	cluster, err := kadmin.ClusterID(ctx, KafkaClient(p), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/resolver"
@@ -155,7 +156,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	defer logger.Sync()
 	fmt.Fprintf(out, "pipeline    %s (offload, threshold: auto, payloads in %s)\n", file, filepath.Join(dir, "payloads", runID))
 	inspectCtx, cancelInspect := context.WithTimeout(ctx, 30*time.Second)
-	topology, err := kafka.Inspect(inspectCtx, daemon.Kafka(p), logger)
+	topology, err := kadmin.Inspect(inspectCtx, daemon.Kafka(p), logger)
 	cancelInspect()
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func demoTopics(ctx context.Context, bootstrap, raw, slim string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// The raw topic takes the multi-MiB records the demo is about.
-	return kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{raw: {"max.message.bytes": "16777216"}, slim: nil})
+	return kadmin.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{raw: {"max.message.bytes": "16777216"}, slim: nil})
 }
 
 func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
@@ -217,7 +218,7 @@ func demoProduce(bootstrap, topic string, recs []demoRecord) (int64, error) {
 		out[i] = &pipeline.Record{Topic: topic, Partition: r.partition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 	}
-	if err := kafka.Produce(bootstrap, nil, out, 16<<20, 2*time.Minute); err != nil {
+	if err := kadmin.Produce(bootstrap, nil, out, 16<<20, 2*time.Minute); err != nil {
 		return 0, fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return total, nil
@@ -263,9 +264,9 @@ pipelines:
 // demoConsume reads the slim topic (read_committed) until it holds n records,
 // then one more second so that duplicates would show.
 func demoConsume(ctx context.Context, bootstrap, topic string, n int, pipelineDone <-chan error) ([]*pipeline.Record, error) {
-	r, err := kafka.OpenReader(kafka.ReaderOptions{
+	r, err := reader.OpenReader(reader.ReaderOptions{
 		Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"},
-		Topic: topic, From: kafka.Start{Offset: kafka.Beginning}, Follow: true,
+		Topic: topic, From: reader.Start{Offset: reader.Beginning}, Follow: true,
 	})
 	if err != nil {
 		return nil, err

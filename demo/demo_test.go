@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 )
 
 func startBroker(t *testing.T) string {
@@ -47,7 +47,7 @@ func TestProduceToWritesTheSizesGiven(t *testing.T) {
 	bootstrap := startBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"fat": {"max.message.bytes": "16777216"}}); err != nil {
+	if err := kadmin.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"fat": {"max.message.bytes": "16777216"}}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/settings"
 )
@@ -35,7 +35,7 @@ func ProduceTo(out io.Writer, o Producing) error {
 	var total int64
 	largest, tombstones := 0, 0
 	for i, r := range recs {
-		msgs[i] = &pipeline.Record{Topic: o.Topic, Partition: kafka.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
+		msgs[i] = &pipeline.Record{Topic: o.Topic, Partition: kadmin.AnyPartition, Key: []byte(r.key), Value: r.value, Headers: r.headers}
 		total += int64(len(r.key) + len(r.value))
 		largest = max(largest, len(r.value))
 		if r.value == nil {
@@ -43,12 +43,12 @@ func ProduceTo(out io.Writer, o Producing) error {
 		}
 	}
 	started := time.Now()
-	err := kafka.Produce(o.Bootstrap, o.Properties, msgs, 16<<20, 5*time.Minute)
+	err := kadmin.Produce(o.Bootstrap, o.Properties, msgs, 16<<20, 5*time.Minute)
 	switch {
-	case errors.Is(err, kafka.ErrUnknownTopic):
+	case errors.Is(err, kadmin.ErrUnknownTopic):
 		return fmt.Errorf("producing to %s: %w\n  fix: create it: kafka-topics.sh --bootstrap-server %s --create --topic %[1]s --partitions 3 --config max.message.bytes=16777216",
 			o.Topic, err, o.Bootstrap)
-	case errors.Is(err, kafka.ErrRecordTooLarge):
+	case errors.Is(err, kadmin.ErrRecordTooLarge):
 		return fmt.Errorf("producing to %s: %w\n  fix: raise the topic's limit (kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %[1]s --add-config max.message.bytes=16777216) or give smaller --sizes",
 			o.Topic, err, o.Bootstrap)
 	case err != nil:
@@ -68,7 +68,7 @@ func sizedRecords(n int, sizes []int) []demoRecord {
 	buf := randomBytes(rand.New(rand.NewPCG(1159, 782)), 2*largest)
 	recs := make([]demoRecord, n)
 	for i := range recs {
-		r := demoRecord{partition: kafka.AnyPartition, key: fmt.Sprintf("order-%05d", i),
+		r := demoRecord{partition: kadmin.AnyPartition, key: fmt.Sprintf("order-%05d", i),
 			headers: []pipeline.Header{{Key: "source", Value: []byte("offloader-demo")}}}
 		if i%50 != 49 {
 			size := sizes[i%len(sizes)]

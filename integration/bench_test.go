@@ -242,7 +242,7 @@ func copyLoop(transactional bool, bootstrap, src, dst string, n int) (time.Durat
 	cc := kafka.ConfigMap{
 		"bootstrap.servers": bootstrap, "group.id": "it-loop-" + dst,
 		"auto.offset.reset": "earliest",
-		// The client tuning offloader's consumer has (internal/kafka), so that the
+		// The client tuning offloader's consumer has (internal/kafka/client), so that the
 		// ratio measures transactions, not librdkafka defaults.
 		"fetch.queue.backoff.ms": 10,
 	}

@@ -4,7 +4,7 @@
 // source, and the exact translation of consumer group offsets from the raw
 // topic to the slim topic (PlanTranslation). It reads no Kafka itself: it
 // reads through package topiclog's port (and Cluster, which adds a group's
-// members and commits) that internal/kafka implements, so everything here
+// members and commits) that internal/kafka/reader implements, so everything here
 // is tested on plain records and in-memory fakes.
 package migration
 

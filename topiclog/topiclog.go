@@ -7,7 +7,7 @@
 // read with that error, naming the partition; a read that ends without an
 // error met the end of every partition it read. gc, migrate verify,
 // translate-offsets, analyze and cat read through this port;
-// internal/kafka's TopicLog is its adapter over a cluster, and the only one.
+// internal/kafka/reader's TopicLog is its adapter over a cluster, and the only one.
 package topiclog
 
 import (

@@ -14,7 +14,8 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/settings"
 )
@@ -78,7 +79,7 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 				switch {
 				case err != nil:
 					return c.usageError(fs, "-o: %v", err)
-				case start.Offset == kafka.End && start.Time.IsZero() && start.Tail == 0:
+				case start.Offset == reader.End && start.Time.IsZero() && start.Tail == 0:
 					return c.usageError(fs, "-o end reads nothing to analyze: give beginning, N, -N or @TIME")
 				case sample < 0 || top < 0:
 					return c.usageError(fs, "--sample and --top must not be negative")
@@ -86,7 +87,7 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 					return c.usageError(fs, "say what to read: -b BROKERS -t TOPIC, or -F FILE (a pipeline file)")
 				}
 				if sample > 0 {
-					start = kafka.Start{Tail: int64(sample)}
+					start = reader.Start{Tail: int64(sample)}
 				}
 				o := daemon.AnalyzeOptions{Topic: topic, Partitions: parts, From: start, Top: top}
 				switch threshold {
@@ -110,7 +111,7 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 					}
 					o.To = &end
 				}
-				if problems := append(kafka.CheckReaderProperties("-X", props, false), kafka.CheckClientProperties("-X", "consumer", props)...); len(problems) > 0 {
+				if problems := append(client.CheckReaderProperties("-X", props, false), client.CheckClientProperties("-X", "consumer", props)...); len(problems) > 0 {
 					return c.usageError(fs, "%v", problems.Err())
 				}
 				p := &config.Pipeline{Name: "analyze", Kafka: config.Kafka{BootstrapServers: bootstrap, Consumer: props}}
@@ -159,15 +160,15 @@ offloader analyze -F pipeline.yaml --threshold 256KiB --output json`,
 }
 
 // parseEnd reads --to: an offset, or @TIME.
-func parseEnd(s string) (kafka.Start, error) {
+func parseEnd(s string) (reader.Start, error) {
 	if strings.HasPrefix(s, "@") {
 		return parseStart(s)
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return kafka.Start{}, fmt.Errorf("want an offset or @TIME, got %q", s)
+		return reader.Start{}, fmt.Errorf("want an offset or @TIME, got %q", s)
 	}
-	return kafka.Start{Offset: n}, nil
+	return reader.Start{Offset: n}, nil
 }
 
 func printAnalysis(w io.Writer, r daemon.Analysis) {

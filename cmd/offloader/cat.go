@@ -18,7 +18,8 @@ import (
 	"github.com/offloader/offloader/cat"
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/resolver"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/stores"
@@ -174,13 +175,13 @@ offloader cat -b HOST:9092 -t payments.slim --store payloads=filesystem:./payloa
 				case o.meta && (format == "raw" || strings.Contains(fmtString, "%s")):
 					return c.usageError(fs, "--meta prints no values: it does not go with --format raw or %%s")
 				}
-				if problems := kafka.CheckReaderProperties("-X", o.props, true); len(problems) > 0 {
+				if problems := client.CheckReaderProperties("-X", o.props, true); len(problems) > 0 {
 					return c.usageError(fs, "%v", problems.Err())
 				}
-				if o.uncommitted, err = kafka.ReaderIsolation(o.props); err != nil {
+				if o.uncommitted, err = client.ReaderIsolation(o.props); err != nil {
 					return c.usageError(fs, "-X %v", err)
 				}
-				if problems := kafka.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
+				if problems := client.CheckClientProperties("-X", "consumer", o.props); len(problems) > 0 {
 					return c.usageError(fs, "%v", problems.Err())
 				}
 				switch {
@@ -248,7 +249,7 @@ type catOptions struct {
 	bootstrap, topic        string
 	props                   map[string]string
 	partitions              []int32
-	from                    kafka.Start
+	from                    reader.Start
 	count                   int
 	follow, noResolve, meta bool
 	kcatJSON, base64        bool         // -J, --base64
@@ -267,12 +268,12 @@ type givenStore struct {
 }
 
 // parseStart reads -o (and the older --from forms offset:N and time:T).
-func parseStart(s string) (kafka.Start, error) {
+func parseStart(s string) (reader.Start, error) {
 	switch {
 	case s == "beginning":
-		return kafka.Start{Offset: kafka.Beginning}, nil
+		return reader.Start{Offset: reader.Beginning}, nil
 	case s == "end":
-		return kafka.Start{Offset: kafka.End}, nil
+		return reader.Start{Offset: reader.End}, nil
 	case strings.HasPrefix(s, "offset:"):
 		return parseStart(strings.TrimPrefix(s, "offset:"))
 	case strings.HasPrefix(s, "time:"):
@@ -280,22 +281,22 @@ func parseStart(s string) (kafka.Start, error) {
 	case strings.HasPrefix(s, "@"), strings.HasPrefix(s, "s@"):
 		at := s[strings.Index(s, "@")+1:]
 		if ms, err := strconv.ParseInt(at, 10, 64); err == nil && ms >= 0 {
-			return kafka.Start{Time: time.UnixMilli(ms)}, nil
+			return reader.Start{Time: time.UnixMilli(ms)}, nil
 		}
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			return kafka.Start{}, fmt.Errorf("@TIME needs an RFC 3339 time such as @2026-11-29T10:00:00Z or milliseconds since the epoch, got %q", s)
+			return reader.Start{}, fmt.Errorf("@TIME needs an RFC 3339 time such as @2026-11-29T10:00:00Z or milliseconds since the epoch, got %q", s)
 		}
-		return kafka.Start{Time: t}, nil
+		return reader.Start{Time: t}, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	switch {
 	case err != nil:
-		return kafka.Start{}, fmt.Errorf("want beginning, end, N, -N or @TIME, got %q", s)
+		return reader.Start{}, fmt.Errorf("want beginning, end, N, -N or @TIME, got %q", s)
 	case n < 0:
-		return kafka.Start{Tail: -n}, nil
+		return reader.Start{Tail: -n}, nil
 	}
-	return kafka.Start{Offset: n}, nil
+	return reader.Start{Offset: n}, nil
 }
 
 // openCatStores opens the pipeline file's stores and those given with

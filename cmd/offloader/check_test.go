@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 )
 
 // checkFile writes a pipeline file from raw to slim on bootstrap that
@@ -57,7 +57,7 @@ func startBroker(t *testing.T) string {
 	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
+	if err := kadmin.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
 		t.Fatal(err)
 	}
 	return bootstrap

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/offloader/offloader/demo"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/settings"
 )
 
@@ -82,7 +82,7 @@ offloader demo -b 127.0.0.1:19092 --produce-to payments.raw --records 40 --sizes
 					fmt.Fprintln(c.stderr, "offloader demo: --sizes and -X go with --produce-to")
 					return exitUsage
 				}
-				if problems := kafka.CheckClientProperties("-X", "producer", o.props); len(problems) > 0 {
+				if problems := client.CheckClientProperties("-X", "producer", o.props); len(problems) > 0 {
 					fmt.Fprintf(c.stderr, "offloader demo: %v\n", problems.Err())
 					return exitUsage
 				}

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/redact"
 
 	// Store backends register themselves by type name.
@@ -80,7 +80,7 @@ func commands() []*command {
 func main() {
 	// Before any Kafka client starts its threads (validating a pipeline
 	// file creates some).
-	kafka.LimitMallocArenas()
+	client.LimitMallocArenas()
 	c := &cli{stdout: redact.NewWriter(os.Stdout), stderr: redact.NewWriter(os.Stderr), records: os.Stdout, environ: os.Environ()}
 	os.Exit(c.main(os.Args[1:]))
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/pipeline/engine"
 	"github.com/offloader/offloader/settings"
 )
@@ -45,7 +45,7 @@ func (m *migrationProgress) start(until []engine.Offset) {
 	for _, o := range until {
 		total += o.Offset
 	}
-	if g, err := kafka.OpenGroups(daemon.KafkaClient(m.p), zap.NewNop()); err == nil {
+	if g, err := kadmin.OpenGroups(daemon.KafkaClient(m.p), zap.NewNop()); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, topic := range m.p.Source.Topics {
 			n, _ := g.Partitions(topic)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/pipeline"
 )
 
@@ -71,7 +71,7 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 		}
 		recs = append(recs, &pipeline.Record{Topic: "raw", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%02d", i)), Value: bytes.Repeat([]byte{'v'}, size)})
 	}
-	if err := kafka.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
+	if err := kadmin.Produce(bootstrap, map[string]string{"enable.metrics.push": "false"}, recs, 4<<20, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	file := checkFile(t, bootstrap)
@@ -108,7 +108,7 @@ func TestBoundedRunVerifyAndTranslateOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	slimOffsets := func() map[int32]int64 {
-		g, err := kafka.OpenGroups(daemon.KafkaClient(p), zap.NewNop())
+		g, err := kadmin.OpenGroups(daemon.KafkaClient(p), zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/settings"
 	"github.com/offloader/offloader/transforms"
 )
@@ -220,7 +220,7 @@ func (c *cli) load(src pipelineSource) (*config.File, error) {
 	}
 	return config.Load(*src.file, config.Options{Pipeline: *src.name, Environ: c.environ,
 		CheckKafka: func(path string, p *config.Pipeline) settings.Problems {
-			return kafka.CheckProperties(path, daemon.KafkaClient(p))
+			return client.CheckProperties(path, daemon.KafkaClient(p))
 		}})
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/offloader/offloader/internal/kafka"
+	"github.com/offloader/offloader/internal/kafka/client"
 )
 
 func versionCommand() *command {
@@ -17,7 +17,7 @@ func versionCommand() *command {
 		example: `offloader version`,
 		setup: func(c *cli, fs *pflag.FlagSet) func() int {
 			return func() int {
-				fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), kafka.LibraryVersion())
+				fmt.Fprintf(c.stdout, "offloader %s (commit %s, %s, librdkafka %s)\n", version, commit, runtime.Version(), client.LibraryVersion())
 				return exitOK
 			}
 		},

@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"slices"
 	"strings"
 	"time"
@@ -23,10 +24,10 @@ type Group struct {
 	c *kafka.Consumer
 	// ends are the end offsets last asked of the broker (HighWatermarks).
 	ends ends
-	p    Pipeline
+	p    client.Pipeline
 	plan memory.Plan // the memory budget the consumer's prefetch is sized from
 	log  *zap.Logger
-	away *outages // shared with the session's clients (logClient)
+	away *client.Outages // shared with the session's clients (LogClient)
 	rb   engine.Rebalancer
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
@@ -93,11 +94,11 @@ func (g *Group) rejoin(cause kafka.Error) error {
 	old := g.c
 	g.ends.close()
 	go old.Close() // a fenced client may never finish leaving; the new one does not wait for it
-	c, err := kafka.NewConsumer(consumerConfig(g.p, g.plan))
+	c, err := kafka.NewConsumer(client.ConsumerConfig(g.p, g.plan))
 	if err != nil {
 		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
 	}
-	go logClient(g.log, c.Logs(), g.away)
+	go client.LogClient(g.log, c.Logs(), g.away)
 	g.c, g.rejoined = c, time.Now()
 	if err := c.SubscribeTopics(g.topics, g.rebalance); err != nil {
 		return fmt.Errorf("%w: subscribing the new consumer to %v: %w", engine.ErrFatal, g.topics, err)
@@ -253,7 +254,7 @@ func (g *Group) retried(what string, call func(timeout int) error) error {
 	for {
 		err := call(int(g.lookup.try.Milliseconds()))
 		var ke kafka.Error
-		if err == nil || !errors.As(err, &ke) || !(ke.IsTimeout() || ke.IsRetriable() || transient(ke)) {
+		if err == nil || !errors.As(err, &ke) || !(ke.IsTimeout() || ke.IsRetriable() || client.Transient(ke)) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
@@ -291,7 +292,7 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 			g.log.Warn("consume error", zap.Error(e.TopicPartition.Error))
 			return nil, nil
 		}
-		return toRecord(e), nil
+		return client.ToRecord(e), nil
 	case kafka.Error:
 		if e.Code() == kafka.ErrUnknownTopicOrPart || e.Code() == kafka.ErrUnknownTopic {
 			// A subscribed topic the metadata says is unknown: the sources
@@ -312,7 +313,7 @@ func (g *Group) Poll(timeout time.Duration) (*pipeline.Record, error) {
 				g.log.Warn("the broker refuses this member: the group's members use another partition.assignment.strategy (an eager one and a cooperative one never mix); this instance joins once they use the same as its own, so set kafka.consumer partition.assignment.strategy to theirs, or stop them",
 					zap.Any("partition.assignment.strategy", g.strategy()), zap.Error(e))
 			}
-		case transient(e):
+		case client.Transient(e):
 			g.log.Debug("consumer error", zap.Error(e))
 		default:
 			g.log.Warn("consumer error", zap.Error(e))
@@ -458,25 +459,7 @@ func offsets(tps []kafka.TopicPartition) []engine.Offset {
 	return out
 }
 
-func toRecord(m *kafka.Message) *pipeline.Record {
-	r := &pipeline.Record{
-		Topic:     *m.TopicPartition.Topic,
-		Partition: m.TopicPartition.Partition,
-		Offset:    int64(m.TopicPartition.Offset),
-		Key:       m.Key,
-		Value:     m.Value,
-		Timestamp: m.Timestamp,
-	}
-	if len(m.Headers) > 0 {
-		r.Headers = make([]pipeline.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			r.Headers[i] = pipeline.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return r
-}
-
 // strategy is the consumer's partition.assignment.strategy.
 func (g *Group) strategy() any {
-	return (*consumerConfig(g.p, g.plan))["partition.assignment.strategy"]
+	return (*client.ConsumerConfig(g.p, g.plan))["partition.assignment.strategy"]
 }

@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"slices"
 	"strings"
 	"sync"
@@ -25,8 +27,8 @@ import (
 // and a stop while it waits is a stop, not a failure.
 func TestANewAssignmentWaitsOutOffsetsAnOpenTransactionHolds(t *testing.T) {
 	t.Run("the transaction commits", func(t *testing.T) {
-		cluster, bootstrap := startCluster(t, "raw", "slim")
-		produce(t, bootstrap, 5)
+		cluster, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
+		kfaketest.Produce(t, bootstrap, 5)
 		asked := watchLookups(cluster)
 		commit := openTransaction(t, bootstrap, "offloader-pending", 2)
 		g, rb := subscribe(t, context.Background(), bootstrap, "pending", patience{try: 300 * time.Millisecond, total: time.Minute})
@@ -60,7 +62,7 @@ func TestANewAssignmentWaitsOutOffsetsAnOpenTransactionHolds(t *testing.T) {
 		}
 	})
 	t.Run("a lookup failing past its patience stops the instance", func(t *testing.T) {
-		_, bootstrap := startCluster(t, "raw", "slim")
+		_, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
 		openTransaction(t, bootstrap, "offloader-stuck", 2)
 		g, rb := subscribe(t, context.Background(), bootstrap, "stuck", patience{try: 300 * time.Millisecond, total: 2 * time.Second})
 		err := pollUntilError(t, g)
@@ -72,7 +74,7 @@ func TestANewAssignmentWaitsOutOffsetsAnOpenTransactionHolds(t *testing.T) {
 		}
 	})
 	t.Run("a stop while it waits is not a failure", func(t *testing.T) {
-		cluster, bootstrap := startCluster(t, "raw", "slim")
+		cluster, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
 		asked := watchLookups(cluster)
 		openTransaction(t, bootstrap, "offloader-stopping", 2)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -192,9 +194,9 @@ func countRecords(read map[int32][]int64) int {
 // and subscribes its group.
 func subscribe(t *testing.T, ctx context.Context, bootstrap, name string, lookup patience) (*Group, *assignments) {
 	t.Helper()
-	p := Pipeline{
+	p := client.Pipeline{
 		Name: name, TransactionalID: "offloader-" + name,
-		Client:       Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: map[string]string{"enable.metrics.push": "false"}},
+		Client:       client.Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: map[string]string{"enable.metrics.push": "false"}},
 		SourceTopics: []string{"raw"}, Group: "offloader-" + name,
 		SlimTopic: "slim",
 	}

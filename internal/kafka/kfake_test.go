@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
@@ -29,13 +29,13 @@ import (
 func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 	for _, assignor := range []string{"range", "cooperative-sticky"} {
 		t.Run(assignor, func(t *testing.T) {
-			bootstrap := startBroker(t, "raw", "slim")
+			bootstrap := kfaketest.StartBroker(t, "raw", "slim")
 			const perPartition = 50
-			produce(t, bootstrap, perPartition)
+			kfaketest.Produce(t, bootstrap, perPartition)
 
-			p := Pipeline{
+			p := client.Pipeline{
 				Name: "kfake", TransactionalID: "offloader-kfake-" + assignor,
-				Client: Client{
+				Client: client.Client{
 					Bootstrap: bootstrap,
 					Consumer:  map[string]string{"partition.assignment.strategy": assignor, "enable.metrics.push": "false"},
 					Producer:  map[string]string{"enable.metrics.push": "false"},
@@ -74,7 +74,7 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 					t.Errorf("raw[%d]: %d committed, want %d", part, n, perPartition)
 				}
 			}
-			got := readCommitted(t, bootstrap, "slim", 3*perPartition)
+			got := kfaketest.ReadCommitted(t, bootstrap, "slim", 3*perPartition)
 			for part := range int32(3) {
 				if len(got[part]) != perPartition {
 					t.Errorf("slim[%d] holds %d records, want %d", part, len(got[part]), perPartition)
@@ -90,151 +90,11 @@ func TestTheAdapterRunsTheEngineOnAnInProcessBroker(t *testing.T) {
 	}
 }
 
-// startBroker starts an in-process broker with topics of 3 partitions, until
-// the test ends, and returns its address.
-func startBroker(t *testing.T, topics ...string) string {
-	t.Helper()
-	_, bootstrap := startCluster(t, topics...)
-	return bootstrap
-}
-
-// startCluster is startBroker with the cluster, whose answers a test can
-// control.
-func startCluster(t *testing.T, topics ...string) (*kfake.Cluster, string) {
-	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	createTopics(t, bootstrap, topics...)
-	return cluster, bootstrap
-}
-
-func createTopics(t *testing.T, bootstrap string, topics ...string) {
-	t.Helper()
-	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var specs []kafka.TopicSpecification
-	for _, topic := range topics {
-		specs = append(specs, kafka.TopicSpecification{Topic: topic, NumPartitions: 3, ReplicationFactor: -1})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := admin.CreateTopics(ctx, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Error.Code() != kafka.ErrNoError {
-			t.Fatalf("creating %s: %v", r.Topic, r.Error)
-		}
-	}
-}
-
-func produce(t *testing.T, bootstrap string, perPartition int) {
-	t.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false, "go.delivery.reports": false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	topic := "raw"
-	for part := range int32(3) {
-		for i := range perPartition {
-			msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: part}, Value: fmt.Appendf(nil, "%d-%d", part, i)}
-			if err := p.Produce(msg, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if left := p.Flush(10000); left != 0 {
-		t.Fatalf("%d records not delivered", left)
-	}
-}
-
-// readCommitted reads n records of topic as a read_committed consumer would.
-func readCommitted(t *testing.T, bootstrap, topic string, n int) map[int32][]string {
-	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "reader", "auto.offset.reset": "earliest", "isolation.level": "read_committed", "enable.metrics.push": false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		t.Fatal(err)
-	}
-	got := map[int32][]string{}
-	deadline := time.Now().Add(20 * time.Second)
-	for read := 0; read < n && time.Now().Before(deadline); {
-		if m, err := c.ReadMessage(200 * time.Millisecond); err == nil {
-			got[m.TopicPartition.Partition] = append(got[m.TopicPartition.Partition], string(m.Value))
-			read++
-		}
-	}
-	// Nothing more may follow: a duplicate would show here.
-	if m, err := c.ReadMessage(time.Second); err == nil {
-		t.Errorf("a record past the %d expected: %s[%d]@%v", n, topic, m.TopicPartition.Partition, m.TopicPartition.Offset)
-	}
-	return got
-}
-
-// The Reader (offloader cat, the demo) reads each partition from its start to
-// its end and then says so.
-func TestTheReaderReadsEachPartitionToItsEnd(t *testing.T) {
-	bootstrap := startBroker(t, "raw")
-	produce(t, bootstrap, 20)
-	for _, c := range []struct {
-		from  Start
-		want  int
-		only  []int32
-		until map[int32]int64
-	}{{Start{Offset: Beginning}, 60, nil, nil}, {Start{Offset: 15}, 15, nil, nil}, {Start{Tail: 3}, 9, nil, nil},
-		{Start{Tail: 3}, 3, []int32{1}, nil}, {Start{Tail: 25}, 60, nil, nil}, {Start{Tail: 20}, 60, nil, nil}, {Start{Offset: Beginning}, 40, []int32{0, 2}, nil},
-		{Start{Offset: 5}, 27, nil, map[int32]int64{0: 10, 1: 12, 2: 30}}} {
-		r, err := OpenReader(ReaderOptions{Bootstrap: bootstrap, Properties: map[string]string{"enable.metrics.push": "false"}, Topic: "raw", Partitions: c.only, From: c.from, Until: c.until})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for {
-			rec, err := r.Next(context.Background(), 5*time.Second)
-			if errors.Is(err, ErrEnd) {
-				break
-			}
-			if err != nil || rec == nil {
-				t.Fatalf("after %d records: %v (nil record: %v)", n, err, rec == nil)
-			}
-			if want := fmt.Sprintf("%d-%d", rec.Partition, rec.Offset); string(rec.Value) != want {
-				t.Fatalf("record %s[%d]@%d holds %q", rec.Topic, rec.Partition, rec.Offset, rec.Value)
-			}
-			if c.only != nil && !slices.Contains(c.only, rec.Partition) {
-				t.Fatalf("from %+v of partitions %v: read partition %d", c.from, c.only, rec.Partition)
-			}
-			if stop, ok := c.until[rec.Partition]; ok && rec.Offset >= stop {
-				t.Fatalf("until %v: read %d@%d", c.until, rec.Partition, rec.Offset)
-			}
-			if c.from.Tail > 0 && rec.Offset < max(0, 20-c.from.Tail) {
-				t.Fatalf("the last %d records: read offset %d of 20", c.from.Tail, rec.Offset)
-			}
-			n++
-		}
-		r.Close()
-		if n != c.want {
-			t.Errorf("from %+v: %d records, want %d", c.from, n, c.want)
-		}
-	}
-}
-
 // After a call got stuck, Abort replaces the producer: a new one with the
 // same transactional.id, whose initialisation fences the stuck one, and
 // transactions go on with it.
 func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
-	bootstrap := startBroker(t, "raw", "slim")
+	bootstrap := kfaketest.StartBroker(t, "raw", "slim")
 	session, m := connect(t, bootstrap, "stuck")
 	old := session.producer
 	if err := session.Begin(context.Background()); err != nil {
@@ -262,7 +122,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 	if err := session.producer.CommitTransaction(context.Background()); err != nil {
 		t.Fatalf("the new producer's transaction did not commit: %v", err)
 	}
-	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "after the replacement" {
+	if got := kfaketest.ReadCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "after the replacement" {
 		t.Errorf("slim holds %v, want the record the new producer committed", got)
 	}
 }
@@ -274,7 +134,7 @@ func TestAbortAfterAStuckCallReplacesTheProducer(t *testing.T) {
 // the transaction is made to look old, as one is when a broker back from a
 // restart aborts it for its timeout.
 func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
-	bootstrap := startBroker(t, "raw", "slim")
+	bootstrap := kfaketest.StartBroker(t, "raw", "slim")
 	session, m := connect(t, bootstrap, "fenced")
 	ctx := context.Background()
 	twin := func() {
@@ -315,7 +175,7 @@ func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
 	if err := transaction("committed", 0); err != nil {
 		t.Fatalf("the replacement's transaction: %v", err)
 	}
-	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+	if got := kfaketest.ReadCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
 		t.Errorf("slim holds %v read committed, want only the replacement's record", got)
 	}
 	twin()
@@ -330,7 +190,7 @@ func TestAFencedProducerIsReplacedOnceThenStops(t *testing.T) {
 // replacement's initialisation aborts the open transaction, so its record is
 // never read, and the next transaction commits.
 func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
-	cluster, bootstrap := startCluster(t, "raw", "slim")
+	cluster, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
 	session, m := connect(t, bootstrap, "invalidtxnstate")
 	ctx := context.Background()
 	produceOne := func(value string) {
@@ -367,7 +227,7 @@ func TestAbortThatFailsFatallyReplacesTheProducer(t *testing.T) {
 	if err := session.producer.CommitTransaction(ctx); err != nil {
 		t.Fatalf("the new producer's transaction did not commit: %v", err)
 	}
-	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+	if got := kfaketest.ReadCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
 		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
 	}
 }
@@ -382,9 +242,9 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 		k, v, _ := strings.Cut(kv, "=")
 		props[k] = v
 	}
-	p := Pipeline{
+	p := client.Pipeline{
 		Name: name, TransactionalID: "offloader-" + name,
-		Client:       Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: props},
+		Client:       client.Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: props},
 		SourceTopics: []string{"raw"}, Group: "offloader-" + name,
 		SlimTopic: "slim",
 	}
@@ -401,7 +261,7 @@ func connect(t *testing.T, bootstrap, name string, producer ...string) (*Session
 // A full local queue is waited on until there is room in it: 60 records go
 // through a queue of 2 messages into one transaction, each once and in order.
 func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
-	bootstrap := startBroker(t, "raw", "slim")
+	bootstrap := kfaketest.StartBroker(t, "raw", "slim")
 	session, _ := connect(t, bootstrap, "full", "queue.buffering.max.messages=2")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -418,7 +278,7 @@ func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
 	if err := session.producer.CommitTransaction(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := readCommitted(t, bootstrap, "slim", n)
+	got := kfaketest.ReadCommitted(t, bootstrap, "slim", n)
 	if len(got[0]) != n {
 		t.Fatalf("slim[0] holds %d records, want %d", len(got[0]), n)
 	}
@@ -436,7 +296,7 @@ func TestProduceWaitsForRoomInAFullQueue(t *testing.T) {
 // too large. Produce then asks for an abort instead of stopping the instance,
 // the next transaction commits, and the failed one's records are never read.
 func TestProduceIntoAFailedTransactionAsksForAnAbort(t *testing.T) {
-	cluster, bootstrap := startCluster(t, "raw", "slim")
+	cluster, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
 	session, _ := connect(t, bootstrap, "failedtxn")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -480,7 +340,7 @@ func TestProduceIntoAFailedTransactionAsksForAnAbort(t *testing.T) {
 	if err := session.producer.CommitTransaction(ctx); err != nil {
 		t.Fatalf("the transaction after the abort did not commit: %v", err)
 	}
-	if got := readCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
+	if got := kfaketest.ReadCommitted(t, bootstrap, "slim", 1); len(got[0]) != 1 || got[0][0] != "committed" {
 		t.Errorf("slim holds %v read committed, want only the record of the committed transaction", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,7 @@ const stuckGrace = 15 * time.Second
 // given up on: Abort then replaces the producer by a new one with the same
 // transactional.id, which fences the stuck one and aborts its transaction.
 type Session struct {
-	p    Pipeline
+	p    client.Pipeline
 	plan memory.Plan // the memory budget the producer's queue is sized from
 	log  *zap.Logger
 	// replaced counts producers replaced (offloader_producers_replaced_total).
@@ -41,8 +42,8 @@ type Session struct {
 	callSeconds Gauge
 	call        atomic.Pointer[runningCall]
 	stopWatch   chan struct{}
-	// away is the brokers' outages, said once for all the clients.
-	away     *outages
+	// away is the brokers' Outages, said once for all the clients.
+	away     *client.Outages
 	group    *Group // whose consumer's group metadata goes into each commit
 	producer *kafka.Producer
 	// producerLog is the producer's log, retired when it is replaced.
@@ -126,19 +127,19 @@ const minCallTimeout = 30 * time.Second
 //
 // The clients' prefetch and produce queue are sized from plan (the memory
 // budget), unless the pipeline's kafka properties set them.
-func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger, m SessionMetrics) (*Group, *Session, error) {
+func Connect(ctx context.Context, p client.Pipeline, plan memory.Plan, log *zap.Logger, m SessionMetrics) (*Group, *Session, error) {
 	s := &Session{p: p, plan: plan, log: log, replaced: m.Replaced, callSeconds: m.CallSeconds, stuckGrace: stuckGrace, slowAfter: slowCallAfter,
-		away: &outages{}}
+		away: &client.Outages{}}
 	producer, err := s.newProducer(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	consumer, err := kafka.NewConsumer(consumerConfig(p, plan))
+	consumer, err := kafka.NewConsumer(client.ConsumerConfig(p, plan))
 	if err != nil {
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	go logClient(log, consumer.Logs(), s.away)
+	go client.LogClient(log, consumer.Logs(), s.away)
 	s.producer = producer
 	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError, away: s.away, stop: ctx.Done(), lookup: lookupPatience}
 	s.stopWatch = make(chan struct{})
@@ -150,13 +151,13 @@ func Connect(ctx context.Context, p Pipeline, plan memory.Plan, log *zap.Logger,
 // transactions. A producer stuck in InitTransactions is left open: closing a
 // client stuck in a call would block too.
 func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
-	producer, err := kafka.NewProducer(producerConfig(s.p, s.plan))
+	producer, err := kafka.NewProducer(client.ProducerConfig(s.p, s.plan))
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating the transactional producer: %w", engine.ErrFatal, err)
 	}
 	s.producerLog = newRetiredLog(s.log)
 	go s.logEvents(producer, s.producerLog.Logger)
-	go logClient(s.producerLog.Logger, producer.Logs(), s.away)
+	go client.LogClient(s.producerLog.Logger, producer.Logs(), s.away)
 	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	deadline, _ := initCtx.Deadline()
@@ -173,10 +174,10 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 // the producer closes, each kind once per repeatWindow with a count. The
 // transactional calls report what they mean for a batch; these say why.
 func (s *Session) logEvents(producer *kafka.Producer, log *zap.Logger) {
-	var once repeats
+	var once client.Repeats
 	for ev := range producer.Events() {
 		if e, ok := ev.(kafka.Error); ok {
-			if transient(e) {
+			if client.Transient(e) {
 				log.Debug("producer error", zap.Error(e))
 				continue
 			}
@@ -184,7 +185,7 @@ func (s *Session) logEvents(producer *kafka.Producer, log *zap.Logger) {
 			if e.IsFatal() {
 				level = zap.ErrorLevel
 			}
-			if say, suppressed := once.log(e.Error()); say || e.IsFatal() {
+			if say, suppressed := once.Say(e.Error()); say || e.IsFatal() {
 				log.Log(level, "producer error", zap.Error(e), zap.String("code", e.Code().String()), zap.Int("repeated_since_last_logged", suppressed))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,7 @@ import (
 )
 
 func testSession() *Session {
-	return &Session{p: Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond, slowAfter: time.Hour}
+	return &Session{p: client.Pipeline{Name: "t"}, log: zap.NewNop(), stuckGrace: 100 * time.Millisecond, slowAfter: time.Hour}
 }
 
 // gauge is a Gauge that keeps what it was set to.

@@ -1,4 +1,4 @@
-package kafka
+package client
 
 import (
 	"strings"
@@ -43,7 +43,7 @@ func TestCheckPropertiesFindsTyposAndBadValues(t *testing.T) {
 func TestValidateRefusesWhatRunRefuses(t *testing.T) {
 	for name, value := range map[string]string{"acks": "1", "retries": "0", "max.in.flight.requests.per.connection": "10", "max.in.flight": "6"} {
 		p := Pipeline{Name: "p", TransactionalID: "offloader-p", Client: Client{Bootstrap: "127.0.0.1:1", Producer: map[string]string{name: value}}}
-		_, runErr := kafka.NewProducer(producerConfig(p, memory.Plan{}))
+		_, runErr := kafka.NewProducer(ProducerConfig(p, memory.Plan{}))
 		problems := CheckProperties("pipelines.p", p.Client)
 		if runErr == nil || len(problems) != 1 || problems[0].Path != "pipelines.p.kafka.producer."+name ||
 			!strings.Contains(problems[0].Message, runErr.Error()) {
@@ -66,7 +66,7 @@ func TestTheReaderRefusesExactlyThePropertiesItOverwrites(t *testing.T) {
 		user[name] = "users-value"
 	}
 	user["fetch.queue.backoff.ms"] = "users-value" // a default of the reader's: the user's wins
-	cm := readerConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
+	cm := ReaderConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
 	for name := range user {
 		_, owned := readerOwned[name]
 		if overwritten := (*cm)[name] != "users-value"; overwritten != owned {
@@ -78,7 +78,7 @@ func TestTheReaderRefusesExactlyThePropertiesItOverwrites(t *testing.T) {
 			user[name] = "users-value"
 		}
 	}
-	cm = readerConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
+	cm = ReaderConfig(Client{Bootstrap: "b:1", Consumer: user}, false)
 	for name, v := range *cm {
 		if _, owned := readerOwned[name]; !owned && v != "users-value" {
 			t.Errorf("the reader overwrites %s, which CheckReaderProperties lets through", name)

@@ -1,6 +1,6 @@
 //go:build !musl
 
-package kafka
+package client
 
 /*
 #include <malloc.h>

@@ -1,4 +1,4 @@
-package kafka
+package client
 
 import (
 	"fmt"
@@ -14,18 +14,18 @@ import (
 // A client repeating itself (a broker away) is logged once per kind and
 // window, numbers aside; a new kind is logged at once.
 func TestRepeatedClientMessagesAreLoggedOnce(t *testing.T) {
-	var r repeats
+	var r Repeats
 	down := "127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after %dms in state CONNECT)"
 	logged := 0
 	for i := range 100 {
-		if ok, _ := r.log(fmtDown(down, i)); ok {
+		if ok, _ := r.Say(fmtDown(down, i)); ok {
 			logged++
 		}
 	}
 	if logged != 1 {
-		t.Errorf("%d of 100 repeats logged, want 1", logged)
+		t.Errorf("%d of 100 Repeats logged, want 1", logged)
 	}
-	if ok, _ := r.log("1/1 brokers are down"); !ok {
+	if ok, _ := r.Say("1/1 brokers are down"); !ok {
 		t.Error("a new kind of message was not logged")
 	}
 	s := r.seen[digitsKey(fmtDown(down, 0))]
@@ -33,7 +33,7 @@ func TestRepeatedClientMessagesAreLoggedOnce(t *testing.T) {
 		t.Fatalf("suppressed count %+v, want 99", s)
 	}
 	s.logged = s.logged.Add(-repeatWindow) // the window has passed
-	if ok, n := r.log(fmtDown(down, 7)); !ok || n != 99 {
+	if ok, n := r.Say(fmtDown(down, 7)); !ok || n != 99 {
 		t.Errorf("after the window: logged %v with %d left out, want true and 99", ok, n)
 	}
 }
@@ -44,7 +44,7 @@ func digitsKey(msg string) string { return digits.ReplaceAllString(msg, "#") }
 
 // A broker that cannot be reached is one warning per broker and outage (its
 // connections as a broker and as a coordinator alike), not an error line per
-// connection attempt, and once for all the clients that share the outages
+// connection attempt, and once for all the clients that share the Outages
 // (an instance's consumer and producer); another client error stays an
 // error; a broker away again after a quiet spell is a new outage.
 // brokerAway names the broker of a line about its connection, intact, and
@@ -68,14 +68,14 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	events, consumer := make(chan kafka.LogEvent, 16), make(chan kafka.LogEvent, 1)
 	done := make(chan struct{})
-	away := &outages{}
-	go func() { logClient(zap.New(core), consumer, away); close(done) }()
+	away := &Outages{}
+	go func() { LogClient(zap.New(core), consumer, away); close(done) }()
 	consumer <- kafka.LogEvent{Name: "rdkafka#consumer-2", Tag: "FAIL", Level: 3,
 		Message: "127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after 1ms in state CONNECT)"}
 	close(consumer)
 	<-done
 	done = make(chan struct{})
-	go func() { logClient(zap.New(core), events, away); close(done) }()
+	go func() { LogClient(zap.New(core), events, away); close(done) }()
 	for i := range 5 {
 		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
 			Message: fmt.Sprintf("127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after %dms in state CONNECT)", i)}
@@ -112,7 +112,7 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	if len(cut) != 1 || !strings.HasSuffix(cut[0], "Local: Broker transport failure") {
 		t.Errorf("other warnings %q, want the request cut by its connection", cut)
 	}
-	var o outages
+	var o Outages
 	now := time.Now()
 	if !o.begins("b/1", now) || o.begins("b/1", now.Add(outageQuiet/2)) || !o.begins("b/1", now.Add(outageQuiet/2+outageQuiet+time.Second)) {
 		t.Error("an outage does not begin, go on and end as outageQuiet says")

@@ -1,4 +1,4 @@
-package kafka
+package reader
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"github.com/offloader/offloader/migration"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/topiclog"
@@ -18,7 +19,7 @@ import (
 // partitions, offsets and commits through g's admin client, reads through a
 // Reader that never skips.
 type TopicLog struct {
-	*Groups
+	*kadmin.Groups
 	bootstrap  string
 	properties map[string]string
 }
@@ -30,7 +31,7 @@ var (
 
 // NewTopicLog reads the cluster at bootstrap with consumer properties
 // (security, fetch sizes) through g's admin client.
-func NewTopicLog(g *Groups, bootstrap string, properties map[string]string) *TopicLog {
+func NewTopicLog(g *kadmin.Groups, bootstrap string, properties map[string]string) *TopicLog {
 	return &TopicLog{Groups: g, bootstrap: bootstrap, properties: properties}
 }
 
@@ -47,7 +48,7 @@ func (l *TopicLog) Offsets(ctx context.Context, topic string, partitions int) (m
 	if err != nil {
 		return nil, err
 	}
-	end, err := l.listOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadUncommitted)
+	end, err := l.ListOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadUncommitted)
 	if err != nil {
 		return nil, err
 	}

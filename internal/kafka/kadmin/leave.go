@@ -1,10 +1,11 @@
-package kafka
+package kadmin
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"os"
 	"strings"
 
@@ -23,7 +24,7 @@ import (
 // session.timeout.ms. librdkafka has no call for it, so it is sent with a
 // Kafka protocol client (franz-go) configured from kafka.consumer's
 // connection settings. A member already gone is not an error.
-func RemoveStaticMember(ctx context.Context, p Pipeline) error {
+func RemoveStaticMember(ctx context.Context, p client.Pipeline) error {
 	opts, err := protocolClientOptions(p.Client)
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func RemoveStaticMember(ctx context.Context, p Pipeline) error {
 // sasl.password, ssl.ca.location, ssl.certificate.location,
 // ssl.key.location) into franz-go options. Another SASL mechanism
 // (OAUTHBEARER, GSSAPI) is an error that says so.
-func protocolClientOptions(c Client) ([]kgo.Opt, error) {
+func protocolClientOptions(c client.Client) ([]kgo.Opt, error) {
 	props := c.Consumer
 	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...)}
 	protocol := strings.ToLower(props["security.protocol"])

@@ -1,6 +1,6 @@
 //go:build musl
 
-package kafka
+package client
 
 // LimitMallocArenas does nothing with musl, whose allocator has no arenas.
 func LimitMallocArenas() bool { return false }

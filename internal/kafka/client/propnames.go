@@ -1,4 +1,4 @@
-package kafka
+package client
 
 /*
 #define _GNU_SOURCE

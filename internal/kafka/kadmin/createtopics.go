@@ -1,8 +1,9 @@
-package kafka
+package kadmin
 
 import (
 	"context"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"strconv"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // CreateMissing creates the slim, retry and dead-letter topics that do not exist,
 // with as many partitions as the largest source topic and a max.message.bytes
 // that fits what limits.Check says they may get. It returns the topics created.
-func CreateMissing(ctx context.Context, c Client, f *limits.Figures, log *zap.Logger) ([]string, error) {
+func CreateMissing(ctx context.Context, c client.Client, f *limits.Figures, log *zap.Logger) ([]string, error) {
 	partitions := 1
 	for _, s := range f.Sources {
 		if !s.Exists {

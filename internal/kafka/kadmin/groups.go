@@ -1,9 +1,10 @@
-package kafka
+package kadmin
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -15,11 +16,11 @@ import (
 // group's committed offsets through a consumer of the group (Committed).
 type Groups struct {
 	a admin
-	c Client
+	c client.Client
 }
 
 // OpenGroups opens an admin client with the consumer's connection settings.
-func OpenGroups(c Client, log *zap.Logger) (*Groups, error) {
+func OpenGroups(c client.Client, log *zap.Logger) (*Groups, error) {
 	a, err := adminClient(c, log)
 	if err != nil {
 		return nil, err
@@ -39,7 +40,7 @@ func (g *Groups) Partitions(topic string) (int, error) {
 		return 0, fmt.Errorf("reading the metadata of %s: %w", topic, err)
 	}
 	tm, ok := md.Topics[topic]
-	if err := topicError(topic, tm, ok); err != nil {
+	if err := TopicError(topic, tm, ok); err != nil {
 		if errors.Is(err, ErrNoTopic) {
 			return 0, nil
 		}
@@ -51,10 +52,10 @@ func (g *Groups) Partitions(topic string) (int, error) {
 // ErrNoTopic: the broker says the topic does not exist.
 var ErrNoTopic = errors.New("topic does not exist")
 
-// topicError is what a topic's metadata says is wrong with it: ErrNoTopic
+// TopicError is what a topic's metadata says is wrong with it: ErrNoTopic
 // when it does not exist, another error when it cannot be described or read
 // whole (no authorization, a partition without a leader), nil when it can.
-func topicError(topic string, tm kafka.TopicMetadata, found bool) error {
+func TopicError(topic string, tm kafka.TopicMetadata, found bool) error {
 	switch code := tm.Error.Code(); {
 	case !found || code == kafka.ErrUnknownTopicOrPart || code == kafka.ErrUnknownTopic:
 		return fmt.Errorf("%s: %w", topic, ErrNoTopic)
@@ -74,18 +75,18 @@ func topicError(topic string, tm kafka.TopicMetadata, found bool) error {
 // Watermarks are each partition's first and end offsets, for a reader with
 // read_committed (the end is the last stable offset).
 func (g *Groups) Watermarks(ctx context.Context, topic string, partitions int) (low, high map[int32]int64, err error) {
-	if low, err = g.listOffsets(ctx, topic, partitions, kafka.EarliestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
+	if low, err = g.ListOffsets(ctx, topic, partitions, kafka.EarliestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
 		return nil, nil, err
 	}
-	if high, err = g.listOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
+	if high, err = g.ListOffsets(ctx, topic, partitions, kafka.LatestOffsetSpec, kafka.IsolationLevelReadCommitted); err != nil {
 		return nil, nil, err
 	}
 	return low, high, nil
 }
 
-// listOffsets is one ListOffsets of every partition of topic: spec's offset
+// ListOffsets is one ListOffsets of every partition of topic: spec's offset
 // of each, as a reader of isolation sees it.
-func (g *Groups) listOffsets(ctx context.Context, topic string, partitions int, spec kafka.OffsetSpec, isolation kafka.IsolationLevel) (map[int32]int64, error) {
+func (g *Groups) ListOffsets(ctx context.Context, topic string, partitions int, spec kafka.OffsetSpec, isolation kafka.IsolationLevel) (map[int32]int64, error) {
 	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
 	for p := range partitions {
 		req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = spec
@@ -121,7 +122,7 @@ func (g *Groups) Committed(ctx context.Context, group, topic string, partitions 
 	for p := range partitions {
 		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p)})
 	}
-	cm := readerConfig(g.c, false)
+	cm := client.ReaderConfig(g.c, false)
 	(*cm)["group.id"] = group
 	c, err := kafka.NewConsumer(cm)
 	if err != nil {
@@ -215,7 +216,7 @@ func (g *Groups) Commit(ctx context.Context, group, topic string, offsets map[in
 // OffsetsAt are, per partition of topic, the offset of the first record at
 // or after t (the end offset where there is none).
 func (g *Groups) OffsetsAt(ctx context.Context, topic string, partitions int, t time.Time) (map[int32]int64, error) {
-	at, err := g.listOffsets(ctx, topic, partitions, kafka.NewOffsetSpecForTimestamp(t.UnixMilli()), kafka.IsolationLevelReadCommitted)
+	at, err := g.ListOffsets(ctx, topic, partitions, kafka.NewOffsetSpecForTimestamp(t.UnixMilli()), kafka.IsolationLevelReadCommitted)
 	if err != nil {
 		return nil, fmt.Errorf("looking up the offsets at %s: %w", t.Format(time.RFC3339), err)
 	}

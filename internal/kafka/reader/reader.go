@@ -1,17 +1,17 @@
-package kafka
+package reader
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/pipeline"
-	"github.com/offloader/offloader/settings"
 )
 
 // Start is where a Reader begins in each partition: at the beginning, at
@@ -57,47 +57,6 @@ type ReaderOptions struct {
 	Uncommitted bool
 }
 
-// readerOwned are the consumer properties a Reader sets itself, each with
-// why: given by a user, they would be overwritten without a word.
-var readerOwned = map[string]string{
-	"bootstrap.servers":    "give the brokers with -b",
-	"group.id":             "a reader joins no group: it assigns itself the partitions it reads and commits nothing",
-	"enable.auto.commit":   "a reader commits nothing",
-	"enable.partition.eof": "a reader needs it to know where each partition ends",
-	"auto.offset.reset":    "a reader never skips: an offset no longer in the log is an error, not a jump",
-	"isolation.level":      "a reader reads committed records (read_committed)",
-}
-
-// CheckReaderProperties refuses the properties a Reader sets itself, each
-// with the reason, where path (such as "-X") names the flag that gave them.
-// isolation.level is refused only when isolation is false: a caller that
-// takes it sets ReaderOptions.Uncommitted from it (ReaderIsolation).
-func CheckReaderProperties(path string, props map[string]string, isolation bool) settings.Problems {
-	var problems settings.Problems
-	for _, name := range slices.Sorted(maps.Keys(props)) {
-		why, owned := readerOwned[name]
-		if owned && !(isolation && name == "isolation.level") {
-			problems.Add(path+" "+name, "offloader sets it: %s", why)
-		}
-	}
-	return problems
-}
-
-// ReaderIsolation takes isolation.level out of props: whether it asks for
-// read_uncommitted. A value other than read_committed or read_uncommitted
-// is an error.
-func ReaderIsolation(props map[string]string) (uncommitted bool, err error) {
-	level, given := props["isolation.level"]
-	delete(props, "isolation.level")
-	switch {
-	case !given || level == "read_committed":
-		return false, nil
-	case level == "read_uncommitted":
-		return true, nil
-	}
-	return false, fmt.Errorf("isolation.level must be read_committed or read_uncommitted, got %q", level)
-}
-
 // Reader reads partitions of one topic, read_committed, from a Start: to the
 // end of each partition, or on (following) until its context ends. It joins
 // no group and commits nothing.
@@ -119,7 +78,7 @@ type Reader struct {
 
 // OpenReader opens a reader.
 func OpenReader(o ReaderOptions) (*Reader, error) {
-	c, err := kafka.NewConsumer(readerConfig(Client{Bootstrap: o.Bootstrap, Consumer: o.Properties}, o.Uncommitted))
+	c, err := kafka.NewConsumer(client.ReaderConfig(client.Client{Bootstrap: o.Bootstrap, Consumer: o.Properties}, o.Uncommitted))
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +104,7 @@ func (r *Reader) assign(topic string, only []int32, from Start, starts map[int32
 		return fmt.Errorf("reading metadata of %s: %w", topic, err)
 	}
 	tm, ok := md.Topics[topic]
-	if err := topicError(topic, tm, ok); err != nil {
+	if err := kadmin.TopicError(topic, tm, ok); err != nil {
 		return err
 	}
 	has := map[int32]bool{}
@@ -324,7 +283,7 @@ func (r *Reader) Next(ctx context.Context, timeout time.Duration) (*pipeline.Rec
 				}
 				continue
 			}
-			return toRecord(ev), nil
+			return client.ToRecord(ev), nil
 		}
 	}
 }

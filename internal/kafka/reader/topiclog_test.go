@@ -1,7 +1,10 @@
-package kafka
+package reader
 
 import (
 	"context"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,11 +27,11 @@ import (
 // never a topic of 0 partitions read as empty: gc stops before it deletes
 // anything.
 func TestGCStopsOnATopicItMayNotDescribe(t *testing.T) {
-	cluster, bootstrap := startCluster(t, "raw", "slim", "dlt")
-	host, port, _ := net.SplitHostPort(cluster.ListenAddrs()[0])
+	broker, bootstrap := kfaketest.StartCluster(t, "raw", "slim", "dlt")
+	host, port, _ := net.SplitHostPort(broker.ListenAddrs()[0])
 	portNum, _ := strconv.Atoi(port)
-	cluster.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
+	broker.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
 		r := req.(*kmsg.MetadataRequest)
 		if len(r.Topics) != 1 || r.Topics[0].Topic == nil || *r.Topics[0].Topic != "dlt" {
 			return nil, nil, false
@@ -42,7 +45,7 @@ func TestGCStopsOnATopicItMayNotDescribe(t *testing.T) {
 		resp.Topics = append(resp.Topics, topic)
 		return resp, nil, true
 	})
-	groups, err := OpenGroups(Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
+	groups, err := kadmin.OpenGroups(client.Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

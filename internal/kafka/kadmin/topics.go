@@ -1,9 +1,10 @@
-package kafka
+package kadmin
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -18,7 +19,7 @@ import (
 // CreateTopics creates topics with partitions each and the given configs
 // (the demo's topics); it fails on any topic it could not create.
 func CreateTopics(ctx context.Context, bootstrap string, partitions int, configs map[string]map[string]string) error {
-	admin, err := adminClient(Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
+	admin, err := adminClient(client.Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}}, zap.NewNop())
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ const AnyPartition = int32(kafka.PartitionAny)
 // timeout. Records the broker refuses are counted, and the first refusal
 // named: none is dropped unsaid.
 func Produce(bootstrap string, properties map[string]string, recs []*pipeline.Record, maxBytes int, timeout time.Duration) error {
-	p, err := kafka.NewProducer(plainProducerConfig(Client{Bootstrap: bootstrap, Producer: properties}, maxBytes))
+	p, err := kafka.NewProducer(client.PlainProducerConfig(client.Client{Bootstrap: bootstrap, Producer: properties}, maxBytes))
 	if err != nil {
 		return err
 	}

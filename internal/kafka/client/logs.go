@@ -1,4 +1,4 @@
-package kafka
+package client
 
 import (
 	"regexp"
@@ -11,22 +11,22 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// logClient writes a client's librdkafka log (go.logs.channel.enable) to log
+// LogClient writes a client's librdkafka log (go.logs.channel.enable) to log
 // until the client closes: one stream, in the pipeline's log format, instead
 // of librdkafka's own lines on stderr.
 //
 // A broker that cannot be reached (a rolling restart, a crash) is a warning,
-// logged once per broker and outage (outages), not an error per connection
+// logged once per broker and outage (Outages), not an error per connection
 // attempt: librdkafka reconnects by itself, and an error line is for what
 // needs a person.
 //
-// away tracks the outages the clients of one instance share (its consumer,
+// away tracks the Outages the clients of one instance share (its consumer,
 // its producer and the producers that replace it), so that a broker's
 // outage is said once for all of them; nil: the client's own.
-func logClient(log *zap.Logger, events chan kafka.LogEvent, away *outages) {
-	var once repeats
+func LogClient(log *zap.Logger, events chan kafka.LogEvent, away *Outages) {
+	var once Repeats
 	if away == nil {
-		away = &outages{}
+		away = &Outages{}
 	}
 	for ev := range events {
 		msg := strings.TrimSpace(ev.Message)
@@ -47,7 +47,7 @@ func logClient(log *zap.Logger, events chan kafka.LogEvent, away *outages) {
 		if ce == nil {
 			continue
 		}
-		if log, suppressed := once.log(ev.Tag + " " + msg); log {
+		if log, suppressed := once.Say(ev.Tag + " " + msg); log {
 			ce.Write(zap.String("kafka_client", ev.Name), zap.String("tag", ev.Tag), zap.Int("repeated_since_last_logged", suppressed))
 		}
 	}
@@ -84,15 +84,15 @@ func brokerAway(msg string) (string, bool) {
 // failure is a new outage.
 const outageQuiet = 60 * time.Second
 
-// outages tracks the brokers said to be away, to log each outage once.
-type outages struct {
+// Outages tracks the brokers said to be away, to log each outage once.
+type Outages struct {
 	mu       sync.Mutex
 	lastSeen map[string]time.Time
 }
 
 // begins reports whether a failure of broker at now starts an outage (its
 // last failure was longer than outageQuiet ago, or there was none).
-func (o *outages) begins(broker string, now time.Time) bool {
+func (o *Outages) begins(broker string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.lastSeen == nil {
@@ -103,10 +103,10 @@ func (o *outages) begins(broker string, now time.Time) bool {
 	return !seen || now.Sub(last) > outageQuiet
 }
 
-// transient reports whether a client error event only says that brokers
-// are away: librdkafka's log says so too (logClient logs it once per
+// Transient reports whether a client error event only says that brokers
+// are away: librdkafka's log says so too (LogClient logs it once per
 // outage), so the event adds nothing but a second line.
-func transient(e kafka.Error) bool {
+func Transient(e kafka.Error) bool {
 	return !e.IsFatal() && (e.Code() == kafka.ErrTransport || e.Code() == kafka.ErrAllBrokersDown)
 }
 
@@ -115,11 +115,11 @@ func transient(e kafka.Error) bool {
 // hundred milliseconds, per connection).
 const repeatWindow = 30 * time.Second
 
-// repeats decides which of a stream of messages to log: the first of each
+// Repeats decides which of a stream of messages to log: the first of each
 // kind, then the next only once repeatWindow has passed, with how many were
 // left out in between. Numbers (durations, offsets, counts) do not make a
 // message new.
-type repeats struct {
+type Repeats struct {
 	mu   sync.Mutex
 	seen map[string]*repeat
 }
@@ -133,7 +133,7 @@ var digits = regexp.MustCompile(`[0-9]+`)
 
 // log reports whether msg is to be logged now, and how many of its kind were
 // left out since it last was.
-func (r *repeats) log(msg string) (bool, int) {
+func (r *Repeats) Say(msg string) (bool, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil || len(r.seen) > 256 {

@@ -1,4 +1,4 @@
-package kafka
+package client
 
 import (
 	"maps"
@@ -82,9 +82,9 @@ func CheckClientProperties(path, side string, properties map[string]string) sett
 // flight beside idempotence), validate refuses first, in the same words.
 func tryClient(side string, props map[string]string) string {
 	p := Pipeline{Client: Client{Consumer: props, Producer: props}, TransactionalID: "offloader-validate", Group: "offloader-validate"}
-	cm := consumerConfig(p, memory.Plan{})
+	cm := ConsumerConfig(p, memory.Plan{})
 	if side == "producer" {
-		cm = producerConfig(p, memory.Plan{})
+		cm = ProducerConfig(p, memory.Plan{})
 	}
 	// No bootstrap servers: the client contacts nothing.
 	delete(*cm, "bootstrap.servers")

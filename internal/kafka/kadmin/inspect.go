@@ -1,8 +1,9 @@
-package kafka
+package kadmin
 
 import (
 	"context"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/client"
 	"strconv"
 	"time"
 
@@ -43,7 +44,7 @@ func (t *Topology) DeadLetterLimit() engine.Limit { return t.Figures.DeadLetterL
 // Inspect reads the pipeline's topics and limits (Survey) and refuses to start
 // when topics are missing or the slim topic has fewer partitions than a source
 // topic under partitioning: preserve. It never creates topics.
-func Inspect(ctx context.Context, p Pipeline, log *zap.Logger) (*Topology, error) {
+func Inspect(ctx context.Context, p client.Pipeline, log *zap.Logger) (*Topology, error) {
 	admin, err := adminClient(p.Client, log)
 	if err != nil {
 		return nil, err
@@ -104,12 +105,12 @@ func (a admin) Close() {
 
 // adminClient returns an admin client with the consumer's connection
 // settings, and only those.
-func adminClient(c Client, log *zap.Logger) (admin, error) {
-	producer, err := kafka.NewProducer(adminConfig(c))
+func adminClient(c client.Client, log *zap.Logger) (admin, error) {
+	producer, err := kafka.NewProducer(client.AdminConfig(c))
 	if err != nil {
 		return admin{}, fmt.Errorf("creating the admin client: %w", err)
 	}
-	go logClient(log, producer.Logs(), nil)
+	go client.LogClient(log, producer.Logs(), nil)
 	a, err := kafka.NewAdminClientFromProducer(producer)
 	if err != nil {
 		producer.Close()
@@ -124,7 +125,7 @@ func adminClient(c Client, log *zap.Logger) (admin, error) {
 // topics are marked, not errors), the broker's message.max.bytes, and the
 // client settings. The pipeline's own figures (its chain, its stores'
 // object lifetimes) are the caller's to add.
-func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, error) {
+func Survey(ctx context.Context, p client.Pipeline, log *zap.Logger) (*limits.Figures, error) {
 	admin, err := adminClient(p.Client, log)
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func Survey(ctx context.Context, p Pipeline, log *zap.Logger) (*limits.Figures, 
 }
 
 // survey is Survey on an open admin client.
-func (a admin) survey(ctx context.Context, p Pipeline) (*limits.Figures, error) {
+func (a admin) survey(ctx context.Context, p client.Pipeline) (*limits.Figures, error) {
 	md, err := a.GetMetadata(nil, true, int(timeLeft(ctx, 30*time.Second).Milliseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster metadata from %s: %w", p.Bootstrap, err)
@@ -242,7 +243,7 @@ func timeLeft(ctx context.Context, def time.Duration) time.Duration {
 // gives it: part of an offloaded payload's identity (its key and its
 // cluster metadata), so that two clusters sharing a store never write or
 // collect each other's objects.
-func ClusterID(ctx context.Context, c Client, log *zap.Logger) (string, error) {
+func ClusterID(ctx context.Context, c client.Client, log *zap.Logger) (string, error) {
 	admin, err := adminClient(c, log)
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package kafka
+package client
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 	plan := memory.Split(64<<20, 1, 8, 1_000_000)
 	p := Pipeline{Name: "p", TransactionalID: "offloader-p", Client: Client{Consumer: map[string]string{}, Producer: map[string]string{}}}
-	consumer, producer := consumerConfig(p, plan), producerConfig(p, plan)
+	consumer, producer := ConsumerConfig(p, plan), ProducerConfig(p, plan)
 	for _, c := range []struct {
 		cm         *kafka.ConfigMap
 		name, want string
@@ -36,7 +36,7 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 	for _, inFlight := range []int64{16 << 20, 256 << 20, 4 << 30} {
 		for _, brokers := range []int{1, 5} {
 			plan := memory.Split(inFlight, brokers, 1024, 8<<20)
-			for side, cm := range map[string]*kafka.ConfigMap{"consumer": consumerConfig(p, plan), "producer": producerConfig(p, plan)} {
+			for side, cm := range map[string]*kafka.ConfigMap{"consumer": ConsumerConfig(p, plan), "producer": ProducerConfig(p, plan)} {
 				props := map[string]string{}
 				for k, v := range *cm {
 					// go.* are the Go client's own, typed: not librdkafka's.
@@ -55,7 +55,7 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 	// of theirs lowers the fetch size to fit under it.
 	p.Consumer = map[string]string{"max.partition.fetch.bytes": "2097152", "receive.message.max.bytes": "3000000"}
 	p.Producer = map[string]string{"queue.buffering.max.kbytes": "1024"}
-	consumer, producer = consumerConfig(p, plan), producerConfig(p, plan)
+	consumer, producer = ConsumerConfig(p, plan), ProducerConfig(p, plan)
 	if _, set := (*consumer)["fetch.message.max.bytes"]; set || (*consumer)["max.partition.fetch.bytes"] != "2097152" {
 		t.Errorf("the user's max.partition.fetch.bytes did not win over the budget's fetch.message.max.bytes: %v", *consumer)
 	}
@@ -66,7 +66,7 @@ func TestClientsAreSizedFromTheMemoryBudget(t *testing.T) {
 		t.Errorf("queue.buffering.max.kbytes = %v, want the user's 1024", got)
 	}
 	// A zero plan (the admin client's) adds nothing.
-	if _, set := (*consumerConfig(p, memory.Plan{}))["queued.max.messages.kbytes"]; set {
+	if _, set := (*ConsumerConfig(p, memory.Plan{}))["queued.max.messages.kbytes"]; set {
 		t.Error("a zero plan set queued.max.messages.kbytes")
 	}
 }

@@ -1,26 +1,28 @@
-// Package kafka is offloader's edge to Kafka on confluent-kafka-go (cgo,
-// bundled librdkafka), the only package besides cmd/ and the client
-// adapters that imports it. It takes options (Client, Pipeline), never the
-// pipeline file. Its concepts, a file or two each: one librdkafka
-// configuration builder per client kind (config.go); the group Source and
-// transactional Session the engine (pipeline/engine) runs against, with the
-// stuck-call watchdog that replaces a stuck producer (group.go, session.go,
-// ends.go); the admin calls (inspect.go: the survey; createtopics.go,
-// topics.go: topic creation; groups.go: group offsets); the Reader that
-// never skips (reader.go) and topiclog.Log over it (topiclog.go: gc,
-// migrate verify and translate-offsets read through it; cat and analyze
-// stream a Reader as a topiclog.Source); the removal of a static member
-// (leave.go);
-// and the check of librdkafka properties (properties.go).
-package kafka
+// Package client is how offloader's librdkafka clients are made: one
+// configuration builder per client kind (the transactional producer and the
+// group consumer of a pipeline, an admin client, a Reader, a plain
+// producer), each merging defaults, the memory budget's sizes, the user's
+// properties and the settings offloader fixes, in that order; the check of
+// librdkafka property names and values (properties.go); the client log
+// stream, said once per broker outage (logs.go); and the bundled
+// allocator's heap (malloc.go). It takes options (Client, Pipeline), never
+// the pipeline file.
+//
+//	c, err := kafka.NewConsumer(client.ConsumerConfig(p, plan))
+//	go client.LogClient(log, c.Logs(), away)
+package client
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/offloader/offloader/memory"
+	"github.com/offloader/offloader/settings"
 )
 
 // Defaults for librdkafka properties the user did not set.
@@ -86,11 +88,11 @@ func setByUser(user map[string]string, name string) bool {
 	return false
 }
 
-// producerConfig is the producer's librdkafka configuration for a pipeline,
+// ProducerConfig is the producer's librdkafka configuration for a pipeline,
 // its queue sized from plan (librdkafka's default is 1 GiB of C memory), its
 // transaction.timeout.ms the pipeline's (config's default when the user sets
 // none, not librdkafka's minute).
-func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
+func ProducerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	budget := kafka.ConfigMap{}
 	if p.TransactionTimeout > 0 {
 		budget["transaction.timeout.ms"] = int(p.TransactionTimeout.Milliseconds())
@@ -105,7 +107,7 @@ func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 		"enable.idempotence": true,
 		// Nothing reads delivery reports: a failed delivery fails the commit.
 		"go.delivery.reports": false,
-		// librdkafka's log goes to the pipeline's logger (logClient).
+		// librdkafka's log goes to the pipeline's logger (LogClient).
 		"go.logs.channel.enable": true,
 		// The client's defaults are channels of a million slots, 23 MB of
 		// pointers the garbage collector scans every cycle. Events (client
@@ -115,7 +117,7 @@ func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	})
 }
 
-// consumerConfig is the consumer's librdkafka configuration for a pipeline,
+// ConsumerConfig is the consumer's librdkafka configuration for a pipeline,
 // its prefetch sized from plan (none when plan is zero): with the high-level
 // consumer, queued.max.messages.kbytes bounds one queue for all partitions,
 // and fetch.max.bytes a fetch response over all its partitions, each of
@@ -128,7 +130,7 @@ func producerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 // after a crash gets its partitions back at once instead of waiting for its
 // predecessor's session to expire; a kafka.consumer group.instance.id of the
 // user's wins.
-func consumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
+func ConsumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	defaults := kafka.ConfigMap{}
 	if p.TransactionalID != "" {
 		defaults["group.instance.id"] = p.TransactionalID
@@ -160,11 +162,11 @@ func consumerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 	return configMap(defaults, budget, p.Consumer, fixed)
 }
 
-// adminConfig is an admin client's configuration: the consumer's
+// AdminConfig is an admin client's configuration: the consumer's
 // connection settings, and only those.
-func adminConfig(c Client) *kafka.ConfigMap {
+func AdminConfig(c Client) *kafka.ConfigMap {
 	cm := kafka.ConfigMap{"go.logs.channel.enable": true, "go.delivery.reports": false}
-	for k, v := range *consumerConfig(Pipeline{Client: c}, memory.Plan{}) {
+	for k, v := range *ConsumerConfig(Pipeline{Client: c}, memory.Plan{}) {
 		if isAdminSetting(k) {
 			cm[k] = v
 		}
@@ -187,10 +189,10 @@ func isAdminSetting(name string) bool {
 	return false
 }
 
-// readerConfig is a Reader's configuration: a consumer that joins no group
+// ReaderConfig is a Reader's configuration: a consumer that joins no group
 // and commits nothing, read_committed (or, uncommitted, read_uncommitted),
 // that says where each partition ends and never resets an offset.
-func readerConfig(c Client, uncommitted bool) *kafka.ConfigMap {
+func ReaderConfig(c Client, uncommitted bool) *kafka.ConfigMap {
 	isolation := "read_committed"
 	if uncommitted {
 		isolation = "read_uncommitted"
@@ -213,9 +215,50 @@ func readerConfig(c Client, uncommitted bool) *kafka.ConfigMap {
 	})
 }
 
-// plainProducerConfig is an idempotent producer's configuration, outside
+// readerOwned are the consumer properties a Reader sets itself, each with
+// why: given by a user, they would be overwritten without a word.
+var readerOwned = map[string]string{
+	"bootstrap.servers":    "give the brokers with -b",
+	"group.id":             "a reader joins no group: it assigns itself the partitions it reads and commits nothing",
+	"enable.auto.commit":   "a reader commits nothing",
+	"enable.partition.eof": "a reader needs it to know where each partition ends",
+	"auto.offset.reset":    "a reader never skips: an offset no longer in the log is an error, not a jump",
+	"isolation.level":      "a reader reads committed records (read_committed)",
+}
+
+// CheckReaderProperties refuses the properties a Reader sets itself, each
+// with the reason, where path (such as "-X") names the flag that gave them.
+// isolation.level is refused only when isolation is false: a caller that
+// takes it sets ReaderOptions.Uncommitted from it (ReaderIsolation).
+func CheckReaderProperties(path string, props map[string]string, isolation bool) settings.Problems {
+	var problems settings.Problems
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		why, owned := readerOwned[name]
+		if owned && !(isolation && name == "isolation.level") {
+			problems.Add(path+" "+name, "offloader sets it: %s", why)
+		}
+	}
+	return problems
+}
+
+// ReaderIsolation takes isolation.level out of props: whether it asks for
+// read_uncommitted. A value other than read_committed or read_uncommitted
+// is an error.
+func ReaderIsolation(props map[string]string) (uncommitted bool, err error) {
+	level, given := props["isolation.level"]
+	delete(props, "isolation.level")
+	switch {
+	case !given || level == "read_committed":
+		return false, nil
+	case level == "read_uncommitted":
+		return true, nil
+	}
+	return false, fmt.Errorf("isolation.level must be read_committed or read_uncommitted, got %q", level)
+}
+
+// PlainProducerConfig is an idempotent producer's configuration, outside
 // any pipeline (the demo's records), with delivery reports for each.
-func plainProducerConfig(c Client, maxBytes int) *kafka.ConfigMap {
+func PlainProducerConfig(c Client, maxBytes int) *kafka.ConfigMap {
 	return configMap(nil, nil, c.Producer, kafka.ConfigMap{
 		"bootstrap.servers": c.Bootstrap, "enable.idempotence": true, "linger.ms": 5,
 		"message.max.bytes": maxBytes, "go.delivery.reports": true, "enable.metrics.push": false,
