@@ -68,9 +68,10 @@ func (e *Engine) isolates(rec *pipeline.Record, err error) bool {
 	return e.decide(rec, err).Routes()
 }
 
-// outcome is the record to produce for a result: the output checked against
-// the slim topic's size gate (nil if the chain dropped the record), or for a
-// failure a record for its retry or dead-letter topic, as the policy routes it.
+// outcome is the record to produce for a result: the output, through the
+// hand-out's last stage, the slim topic's size gate (nil if the chain
+// dropped the record), or for a failure, of a chain step or of that gate, a
+// record for its retry or dead-letter topic, as the policy routes it.
 func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Record, error) {
 	in, cause := res.In, res.Err
 	if cause == nil {
@@ -78,28 +79,15 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 			return nil, nil
 		}
 		rec := e.sourced.of(dlt.Clean(res.Out), in) // a retried record that succeeded leaves its retry headers behind
-		limit := e.opts.SlimLimit
-		if rec.Destination != "" || limit.Bytes <= 0 {
+		if cause = e.fitsSlim(rec); cause == nil {
 			return rec, nil
 		}
-		size := pipeline.EstimateRecordSize(rec)
-		if size <= limit.Bytes {
-			return rec, nil
-		}
-		cause = &dlt.TooLargeError{Size: size, Limit: limit.Bytes, Gate: limit.Gate}
 	}
 	d := e.decide(in, cause)
 	if !d.Routes() {
 		return nil, e.stopFor(in, cause, d)
 	}
-	stage := "size check"
-	var se *pipeline.StepError
-	switch {
-	case errors.As(cause, &se) && se.Step < len(e.opts.StepNames):
-		stage = e.opts.StepNames[se.Step]
-	case d.Class == dlt.InvalidRetry:
-		stage = "retry headers"
-	}
+	stage := e.stage(cause, d)
 	failure := dlt.Failure{Record: in, Err: cause, Stage: stage, Attempts: d.Attempts, At: e.opts.Now()}
 	rec, err := e.reporter.Report(ctx, failure, d)
 	var unfit *dlt.UnfitError
@@ -113,6 +101,44 @@ func (e *Engine) outcome(ctx context.Context, res pipeline.Result) (*pipeline.Re
 		zap.Int32("partition", in.Partition), zap.Int64("offset", in.Offset),
 		zap.String("stage", stage), zap.String("class", string(d.Class)), zap.Error(cause))
 	return rec, nil
+}
+
+// sizeGate names the hand-out's last stage, after the chain's steps: the
+// slim topic's size gate. It measures the record as it is produced (cleaned
+// of retry headers, stamped with its source), which no chain step sees; a
+// record over the limit fails there as at a step of the chain.
+const sizeGate = "size check"
+
+// fitsSlim is the size gate: nil for a record the slim topic takes (or one
+// routed elsewhere by the chain), else the gate's failure.
+func (e *Engine) fitsSlim(rec *pipeline.Record) error {
+	limit := e.opts.SlimLimit
+	if rec.Destination != "" || limit.Bytes <= 0 {
+		return nil
+	}
+	size := pipeline.EstimateRecordSize(rec)
+	if size <= limit.Bytes {
+		return nil
+	}
+	return &pipeline.StepError{Step: len(e.opts.Chain), Err: &dlt.TooLargeError{Size: size, Limit: limit.Bytes, Gate: limit.Gate}}
+}
+
+// stage names where a failure happened, for the dead-letter headers and the
+// log: a chain step by its name, the size gate, or the intake's check of
+// retry headers.
+func (e *Engine) stage(cause error, d dlt.Decision) string {
+	var se *pipeline.StepError
+	switch {
+	case d.Class == dlt.InvalidRetry:
+		return "retry headers"
+	case !errors.As(cause, &se):
+		return "intake"
+	case se.Step == len(e.opts.Chain):
+		return sizeGate
+	case se.Step < len(e.opts.StepNames):
+		return e.opts.StepNames[se.Step]
+	}
+	return fmt.Sprintf("step %d", se.Step+1)
 }
 
 // stopFor is the fatal error for a record the policy says nothing can take.

@@ -209,6 +209,40 @@ func TestAnOversizeOutputNamesItsLimit(t *testing.T) {
 	}
 }
 
+// The size gate is the hand-out's last stage: an output over the slim
+// topic's limit is dead-lettered with the gate's stage name, as a chain
+// step's failure is with that step's, and its record commits in order with
+// the others.
+func TestTheSizeGateFailsAsAStageOfItsOwn(t *testing.T) {
+	h := newHarness(t, dlt.Rules{DeadLetterTopic: dead.Topic}, pipeline.Chain{&failing{key: "key-1", times: 99, err: poison}}, p0)
+	h.opts.StepNames = []string{"transforms[0] (json)"}
+	h.opts.SlimLimit = Limit{Bytes: 150, Gate: "the slim topic's max.message.bytes"}
+	h.b.write(p0, 3)
+	h.b.mu.Lock()
+	h.b.logs[p0][2].Value = bytes.Repeat([]byte("v"), 200)
+	h.b.mu.Unlock()
+	h.untilEnd()
+	if _, err := h.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	dl := h.b.log(dead)
+	if len(dl) != 2 {
+		t.Fatalf("dead-letter topic holds %d records, want 2", len(dl))
+	}
+	for i, want := range []struct{ offset, stage, class string }{{"1", "transforms[0] (json)", "transform"}, {"2", "size check", "record_too_large"}} {
+		if header(dl[i], dlt.HeaderOffset) != want.offset || header(dl[i], dlt.HeaderStage) != want.stage || header(dl[i], dlt.HeaderClass) != want.class {
+			t.Errorf("dead-letter record %d: offset %s, stage %q, class %q; want %s, %q, %q", i, header(dl[i], dlt.HeaderOffset),
+				header(dl[i], dlt.HeaderStage), header(dl[i], dlt.HeaderClass), want.offset, want.stage, want.class)
+		}
+	}
+	if got := h.b.log(Partition{Topic: slim, Partition: 0}); len(got) != 1 || got[0].Offset != 0 {
+		t.Errorf("slim topic holds %d records, want the one of offset 0", len(got))
+	}
+	if c := h.b.committedAt(p0); c != 3 {
+		t.Errorf("committed offset %d, want 3", c)
+	}
+}
+
 // offloader is a fake Offloader: it records what it was asked to store.
 type offloader struct {
 	applied, stored []*pipeline.Record
