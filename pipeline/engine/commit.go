@@ -40,8 +40,8 @@ func (e *Engine) flush(ctx context.Context, final bool) error {
 	}
 	settled := e.opts.Now()
 	for {
-		if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
-			return err // nil proc: a failure rewound the batch
+		if rewound, err := e.produceReady(ctx); err != nil || rewound {
+			return err
 		}
 		if e.batch.handed < e.opts.Commit.MaxRecords || e.batch.proc.Remaining() == 0 {
 			break
@@ -91,8 +91,8 @@ func (e *Engine) commitFinished(ctx context.Context, collected time.Time, final 
 	if aborted, err := e.settle(ctx, true); err != nil || aborted {
 		return true, err // aborted: the consumer went back, this batch was dropped
 	}
-	if err := e.produceReady(ctx); err != nil || e.batch.proc == nil {
-		return true, err // nil proc: a failure rewound the batch
+	if rewound, err := e.produceReady(ctx); err != nil || rewound {
+		return true, err
 	}
 	switch {
 	case e.batch.proc.Remaining() == 0 || e.batch.proc.Broken():
@@ -137,17 +137,19 @@ func (e *Engine) commitProduced(ctx context.Context) error {
 // the batch's finished results into the batch's transaction, each partition's
 // in input order, up to commit.max_records in the transaction.
 // While a commit is in flight nothing is produced: the results wait in the batch.
-func (e *Engine) produceReady(ctx context.Context) error {
+// rewound reports that the batch is gone: the settled commit aborted, or a
+// result failed to produce, and the consumer went back to be read again.
+func (e *Engine) produceReady(ctx context.Context) (rewound bool, _ error) {
 	if e.batch.proc == nil {
-		return nil
+		return false, nil
 	}
 	if e.txn.inFlight() != nil {
 		p, out, err, ok := e.txn.finished()
 		if !ok {
-			return nil
+			return false, nil
 		}
-		if _, err := e.settled(ctx, p, out, err, true); err != nil || e.batch.proc == nil {
-			return err // nil proc: the commit aborted and the batch was rewound
+		if aborted, err := e.settled(ctx, p, out, err, true); err != nil || aborted {
+			return aborted, err // aborted: the consumer went back, this batch was dropped
 		}
 	}
 	for e.batch.handed < e.opts.Commit.MaxRecords {
@@ -157,10 +159,10 @@ func (e *Engine) produceReady(ctx context.Context) error {
 		}
 		e.batch.handOut(res.Lane)
 		if err := e.emit(ctx, res); err != nil {
-			return e.produceFailed(ctx, err)
+			return true, e.produceFailed(ctx, err)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // emit produces one record's result: its output, or, for a failed record or an

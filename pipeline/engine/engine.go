@@ -197,7 +197,7 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		// produced once it is whole: no transaction stays open while its
 		// records wait out the store budget.
 		if !e.outage() {
-			if err := e.produceReady(work); err != nil {
+			if _, err := e.produceReady(work); err != nil {
 				return rep, err
 			}
 		}
