@@ -204,7 +204,7 @@ func (e *Engine) count(in, out *pipeline.Record) {
 		}
 		class, _ := out.Header(dlt.HeaderClass)
 		t.deadLettered[string(class)]++
-	case e.intake.RetryTopics[out.Destination]:
+	case e.in.rules.RetryTopics[out.Destination]:
 		t.retried++
 	case pointer.IsPointer(out.Header) && !pointer.IsPointer(in.Header):
 		t.offloaded++

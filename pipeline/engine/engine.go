@@ -53,18 +53,17 @@ func New(opts Options, src Source, session Session) (*Engine, error) {
 		opts.Logger = zap.NewNop()
 	}
 	e := &Engine{opts: opts, log: opts.Logger, m: opts.Metrics, src: src, policy: opts.Policy,
-		prefetch: prefetch{bound: opts.Prefetch}}
+		in: intake{prefetch: prefetch{bound: opts.Prefetch}}}
 	if e.m == nil {
 		e.m = noMetrics{}
 	}
 	rules := opts.Policy.Rules()
-	e.intake = dlt.Intake{Sources: opts.SourcePartitions, RetryTopics: map[string]bool{}}
+	e.in.rules = dlt.Intake{Sources: opts.SourcePartitions, RetryTopics: map[string]bool{}}
 	for _, t := range rules.Tiers {
-		e.intake.RetryTopics[t.Topic] = true
+		e.in.rules.RetryTopics[t.Topic] = true
 	}
 	e.txn = txn{session: session, m: e.m, log: opts.Logger}
 	e.board = newStatusBoard()
-	e.stalls = newStalls()
 	e.reporter = &dlt.Reporter{Pipeline: opts.Name, DeadLetterTopic: rules.DeadLetterTopic, Limits: opts.FailureLimits, Offload: opts.DeadLetterOffload}
 	return e, nil
 }
@@ -78,7 +77,13 @@ type bounds struct {
 	until map[Partition]int64
 }
 
-// Engine is one instance of a pipeline's loop.
+// Engine is one instance of a pipeline's loop. Its files are its concerns
+// (commit, failure, rebalance, pause, intake, prefetch, stall, status,
+// operator, progress), and each concern's state is a type of its own (txn,
+// inPlace, figures, intake, operator, statusBoard, bounds); the fields every
+// concern reads are the loop's collaborators: opts, log, m, src, the batch
+// in hand, the partitions assigned, the pause ledger and its outages, now,
+// and the status board.
 type Engine struct {
 	opts     Options
 	log      *zap.Logger
@@ -86,7 +91,6 @@ type Engine struct {
 	src      Source
 	sourced  sourced // the record emit produces, made again for each
 	policy   *dlt.Policy
-	intake   dlt.Intake    // what a consumed record may claim about itself
 	reporter *dlt.Reporter // a failure's record, fitted to its topic
 
 	batch    batch
@@ -97,27 +101,18 @@ type Engine struct {
 	txn      txn     // the open transaction and the commit in flight
 	fatal    error   // a fatal error met inside a rebalance callback
 	now      time.Time
-	run      bounds   // when the run stops, and where a bounded run ends
-	figures  figures  // what the run did, for the report, progress lines and status
-	consumed consumed // each source offset counted once as consumed
-	// warnedReserved is set once a source record's retry headers were logged.
-	warnedReserved bool
-
-	prefetch prefetch // the consumer's memory share (Options.Prefetch)
-
+	run      bounds      // when the run stops, and where a bounded run ends
+	figures  figures     // what the run did, for the report, progress lines and status
+	in       intake      // what the engine keeps of the records it takes in
 	operator operator    // an operator's pause and resume
 	board    statusBoard // the status reporter
-	stalls   stalls      // when each partition held last moved
-	// starvedSince is when boundIntake first saw a partition with lag and
-	// nothing in hand while the uploads were full (zero: not now).
-	starvedSince time.Time
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
 // error. On ctx's end it stops polling, commits the batch in hand within
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
-	e.ledger, e.retries, e.consumed = newLedger(e.src), inPlace{failures: map[Offset]int{}}, consumed{next: map[Partition]*int64{}}
+	e.ledger, e.retries, e.in.consumed = newLedger(e.src), inPlace{failures: map[Offset]int{}}, consumed{next: map[Partition]*int64{}}
 	e.figures.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.run.until = map[Partition]int64{}
@@ -285,7 +280,7 @@ func (e *Engine) pollOnce() error {
 	if err != nil || rec == nil {
 		return err
 	}
-	if e.intake.RetryTopics[rec.Topic] {
+	if e.in.rules.RetryTopics[rec.Topic] {
 		if hold, err := e.holdUntilDue(rec); hold || err != nil {
 			return err
 		}
@@ -299,9 +294,9 @@ func (e *Engine) pollOnce() error {
 	if e.opts.Throttle != nil {
 		e.opts.Throttle(e.run.work, rec)
 	}
-	e.prefetch.note(rec)
+	e.in.prefetch.note(rec)
 	e.admit(e.batch.note(rec), rec)
-	e.m.Consumed(e.consumed.reread(rec))
+	e.m.Consumed(e.in.consumed.reread(rec))
 	return nil
 }
 
@@ -316,14 +311,14 @@ func (e *Engine) untilDue() time.Duration {
 // coordinates, or a retry record with invalid headers as a failure (to be
 // dead-lettered under its own coordinates).
 func (e *Engine) admit(lane int, rec *pipeline.Record) {
-	admitted, stripped, err := e.intake.Admit(rec)
+	admitted, stripped, err := e.in.rules.Admit(rec)
 	// Under the coordinates the batch knows it by (a retry record's
 	// original ones), as the failure that made the pipeline pause names it.
 	e.pause.read(admitted)
 	if stripped > 0 {
 		e.m.HeadersStripped(stripped)
-		if !e.warnedReserved {
-			e.warnedReserved = true
+		if !e.in.warned {
+			e.in.warned = true
 			e.log.Warn("a source record carried retry headers: ignored and removed (only the pipeline's retry topics may carry them; offloader_reserved_headers_stripped_total counts them, and this is logged once)",
 				zap.String("topic", rec.Topic), zap.Int32("partition", rec.Partition), zap.Int64("offset", rec.Offset), zap.Int("headers", stripped))
 		}

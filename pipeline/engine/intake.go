@@ -4,7 +4,24 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/offloader/offloader/dlt"
 )
+
+// intake is what the engine keeps of the records it takes in: what a
+// consumed record may claim about itself (rules), each source offset counted
+// once (consumed), the consumer's memory share (prefetch), and since when a
+// partition with lag has starved (boundIntake).
+type intake struct {
+	rules dlt.Intake
+	// warned is set once a source record's retry headers were logged.
+	warned   bool
+	consumed consumed
+	prefetch prefetch // Options.Prefetch
+	// starvedSince is when boundIntake first saw a partition with lag and
+	// nothing in hand while the uploads were full (zero: not now).
+	starvedSince time.Time
+}
 
 // intakeWait is how long a partition with lag must have had nothing in hand
 // while the uploads are full before boundIntake pauses the others.
@@ -49,16 +66,16 @@ func (e *Engine) boundIntake() error {
 			}
 		}
 		if len(heavy) == 0 || !e.starved() {
-			e.starvedSince = time.Time{}
+			e.in.starvedSince = time.Time{}
 			return nil
 		}
-		if e.starvedSince.IsZero() {
-			e.starvedSince = e.now
+		if e.in.starvedSince.IsZero() {
+			e.in.starvedSince = e.now
 		}
-		if e.now.Sub(e.starvedSince) < intakeWait {
+		if e.now.Sub(e.in.starvedSince) < intakeWait {
 			return nil
 		}
-		e.starvedSince = time.Time{}
+		e.in.starvedSince = time.Time{}
 		if err := e.ledger.pause(heavy, byIntake); err != nil {
 			return fmt.Errorf("%w: pausing %v, which hold more than their share of the uploads: %w", ErrFatal, heavy, err)
 		}

@@ -62,7 +62,7 @@ func (p *prefetch) note(rec *pipeline.Record) {
 // boundPrefetch asks the bound (every prefetchEvery at most) and pauses or
 // resumes the partitions held.
 func (e *Engine) boundPrefetch() error {
-	p := &e.prefetch
+	p := &e.in.prefetch
 	if p.bound == nil || e.now.Sub(p.asked) < prefetchEvery {
 		return nil
 	}
@@ -100,7 +100,7 @@ func (e *Engine) boundPrefetch() error {
 
 // pausePrefetchFull pauses parts, newly assigned, while the bound says full.
 func (e *Engine) pausePrefetchFull(parts []Partition) error {
-	if !e.prefetch.full {
+	if !e.in.prefetch.full {
 		return nil
 	}
 	return e.ledger.pause(parts, byPrefetch)

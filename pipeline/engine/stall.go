@@ -54,7 +54,7 @@ func (s *stalls) stalled(p Partition, now time.Time) time.Duration {
 // it reports each one's standstill (Metrics.Stalled), warns once for one
 // past StallWarnAfter, and says when it moves again.
 func (e *Engine) lookForStalls() {
-	s := &e.stalls
+	s := &e.board.stalls
 	paused := e.operator.hold != nil || e.pause.outages > 0
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)

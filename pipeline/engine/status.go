@@ -110,10 +110,11 @@ type statusBoard struct {
 	// positions, committed and lags are the partitions' last figures read
 	// or committed.
 	positions, committed, lags map[Partition]int64
+	stalls                     stalls // when each partition held last moved
 }
 
 func newStatusBoard() statusBoard {
-	return statusBoard{positions: map[Partition]int64{}, committed: map[Partition]int64{}, lags: map[Partition]int64{}}
+	return statusBoard{positions: map[Partition]int64{}, committed: map[Partition]int64{}, lags: map[Partition]int64{}, stalls: newStalls()}
 }
 
 // partition is what the board knows of p (-1: not known).
@@ -181,7 +182,7 @@ func (e *Engine) snapshot() *Status {
 	for _, p := range e.assigned {
 		ps := e.board.partition(p)
 		ps.Held = e.ledger.has(p, untilDue)
-		ps.StalledSeconds = int64(e.stalls.stalled(p, e.figures.lagAt) / time.Second)
+		ps.StalledSeconds = int64(e.board.stalls.stalled(p, e.figures.lagAt) / time.Second)
 		s.Partitions = append(s.Partitions, ps)
 	}
 	slices.SortFunc(s.Partitions, func(a, b PartitionStatus) int {
@@ -206,7 +207,7 @@ func (e *Engine) publishEnd(state string, err error) {
 // forgetPartitions drops what the status knew of partitions given up.
 func (e *Engine) forgetPartitions(parts []Partition) {
 	e.board.forget(parts)
-	e.stalls.forget(parts)
+	e.board.stalls.forget(parts)
 	for _, p := range parts {
 		// The lag and standstill of a partition given up are its next
 		// owner's to report: kept here, a sum over instances would count
