@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"net"
 	"net/http"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/config"
@@ -108,7 +108,7 @@ func TestADaemonOffloadsABoundedRun(t *testing.T) {
 // in the error, before a Kafka client joins the group; limits: warn builds.
 func TestBuildRefusesMisalignedLimits(t *testing.T) {
 	// The source takes records larger than the consumer may fetch.
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "8388608"}, "slim": nil})
+	bootstrap := kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": {"max.message.bytes": "8388608"}, "slim": nil})
 	offload := fmt.Sprintf(`
     stores:
       payloads: {type: filesystem, root: %q}
@@ -144,7 +144,7 @@ func TestBuildRefusesMisalignedLimits(t *testing.T) {
 // is consumed, and a build whose context ended says it stopped before the
 // start.
 func TestBuildFailsBeforeConsuming(t *testing.T) {
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": nil, "slim": nil})
+	bootstrap := kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": nil, "slim": nil})
 	notADir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestBuildFailsBeforeConsuming(t *testing.T) {
 // A pause file written before a restart makes the daemon start paused, and
 // its admin API serves on the listen address.
 func TestADaemonStartsPausedFromThePauseFile(t *testing.T) {
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": nil, "slim": nil})
+	bootstrap := kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": nil, "slim": nil})
 	pauseFile := filepath.Join(t.TempDir(), "paused")
 	if err := os.WriteFile(pauseFile, []byte("reindexing\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func getStatus(t *testing.T, ctx context.Context, addr net.Addr) engine.Status {
 // slim topic's limit), the others of 100 bytes.
 func startWithRecords(t *testing.T) (bootstrap string, recs []*pipeline.Record) {
 	t.Helper()
-	bootstrap = startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": {"max.message.bytes": "1048588"}})
+	bootstrap = kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": {"max.message.bytes": "1048588"}})
 	for i := range 30 {
 		size := 100
 		if i%3 == 0 {
@@ -354,24 +354,6 @@ func loadPipeline(t *testing.T, bootstrap, extra, steps string) *config.Pipeline
 		t.Fatal(err)
 	}
 	return p
-}
-
-// startBroker starts an in-process broker until the test ends, with topics
-// of 3 partitions and the configs given.
-func startBroker(t *testing.T, topics map[string]map[string]string) string {
-	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := kadmin.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
-		t.Fatal(err)
-	}
-	return bootstrap
 }
 
 // readAll reads a topic read_committed, from the start to its end.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +137,7 @@ func backdate(t *testing.T, root string) {
 // check --create-missing creates the slim topic a pipeline names and does
 // not find, and the figures it returns are those of the topic it created.
 func TestCreateMissingCreatesTheSlimTopicAndSurveysAgain(t *testing.T) {
-	bootstrap := startBroker(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}})
+	bootstrap := kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}})
 	p := loadPipeline(t, bootstrap, "", offloadTo(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -2,20 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/offloader/offloader/daemon"
-	"github.com/offloader/offloader/internal/kafka/kadmin"
 )
 
 // checkFile writes a pipeline file from raw to slim on bootstrap that
@@ -49,18 +46,7 @@ pipelines:
 // topic (4 MiB records) and a slim one of 3 partitions each.
 func startBroker(t *testing.T) string {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := kadmin.CreateTopics(ctx, bootstrap, 3, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil}); err != nil {
-		t.Fatal(err)
-	}
-	return bootstrap
+	return kfaketest.StartBrokerWith(t, map[string]map[string]string{"raw": {"max.message.bytes": "4194304"}, "slim": nil})
 }
 
 // validates reports the problems of doc against the JSON Schema in file.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/offloader/offloader/internal/kafka/kadmin"
 )
 
 // StartBroker starts an in-process broker with topics of 3 partitions, until
@@ -26,39 +28,36 @@ func StartBroker(t *testing.T, topics ...string) string {
 // control.
 func StartCluster(t *testing.T, topics ...string) (*kfake.Cluster, string) {
 	t.Helper()
+	configs := map[string]map[string]string{}
+	for _, topic := range topics {
+		configs[topic] = nil
+	}
+	return start(t, configs)
+}
+
+// StartBrokerWith starts an in-process broker with topics of 3 partitions,
+// each with its configs (max.message.bytes, say), until the test ends, and
+// returns its address.
+func StartBrokerWith(t *testing.T, topics map[string]map[string]string) string {
+	t.Helper()
+	_, bootstrap := start(t, topics)
+	return bootstrap
+}
+
+func start(t *testing.T, topics map[string]map[string]string) (*kfake.Cluster, string) {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
 	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	CreateTopics(t, bootstrap, topics...)
-	return cluster, bootstrap
-}
-
-// CreateTopics creates topics of 3 partitions on the broker at bootstrap.
-func CreateTopics(t *testing.T, bootstrap string, topics ...string) {
-	t.Helper()
-	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.metrics.push": false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var specs []kafka.TopicSpecification
-	for _, topic := range topics {
-		specs = append(specs, kafka.TopicSpecification{Topic: topic, NumPartitions: 3, ReplicationFactor: -1})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := admin.CreateTopics(ctx, specs)
-	if err != nil {
+	if err := kadmin.CreateTopics(ctx, bootstrap, 3, topics); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range res {
-		if r.Error.Code() != kafka.ErrNoError {
-			t.Fatalf("creating %s: %v", r.Topic, r.Error)
-		}
-	}
+	return cluster, bootstrap
 }
 
 // Produce writes perPartition records to each of raw's 3 partitions, the
