@@ -164,8 +164,8 @@ func Build(ctx context.Context, p *config.Pipeline, env Env, o Options) (_ *Daem
 		zap.String("produce_queue", settings.Size(plan.ProduceQueue).String()),
 		zap.String("kafka_client_heap", settings.Size(plan.ClientHeap).String()))
 	var prefetch engine.PrefetchBound
-	if _, ok := client.ClientHeap(); ok {
-		inUse := func() int64 { n, _ := client.ClientHeap(); return n }
+	if _, ok := client.Heap(); ok {
+		inUse := func() int64 { n, _ := client.Heap(); return n }
 		prefetch = &memory.Gauge{InUse: inUse, Limit: plan.ClientHeap}
 		d.metrics.WatchClientHeap(inUse, plan.ClientHeap)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/offloader/offloader/config"
 	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"github.com/offloader/offloader/internal/kafka/reader"
 	"github.com/offloader/offloader/observability"
 	"github.com/offloader/offloader/pipeline"

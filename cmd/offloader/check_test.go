@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/offloader/offloader/daemon"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 )
 
 // checkFile writes a pipeline file from raw to slim on bootstrap that

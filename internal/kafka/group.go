@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -27,7 +27,7 @@ type Group struct {
 	p    client.Pipeline
 	plan memory.Plan // the memory budget the consumer's prefetch is sized from
 	log  *zap.Logger
-	away *client.Outages // shared with the session's clients (LogClient)
+	away *client.Outages // shared with the session's clients (client.Log)
 	rb   engine.Rebalancer
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
@@ -43,8 +43,8 @@ type Group struct {
 	explain func(what string, err error) error
 	// stop closes when the instance stops: a lookup being retried gives up.
 	stop <-chan struct{}
-	// lookup bounds the broker lookups of a new assignment (lookupTry,
-	// lookupPatience unless a test sets it).
+	// lookup bounds the broker lookups of a new assignment (lookupPatience,
+	// unless a test sets it).
 	lookup patience
 }
 
@@ -98,7 +98,7 @@ func (g *Group) rejoin(cause kafka.Error) error {
 	if err != nil {
 		return fmt.Errorf("%w: creating a consumer to replace the fenced one: %w", engine.ErrFatal, err)
 	}
-	go client.LogClient(g.log, c.Logs(), g.away)
+	go client.Log(g.log, c.Logs(), g.away)
 	g.c, g.rejoined = c, time.Now()
 	if err := c.SubscribeTopics(g.topics, g.rebalance); err != nil {
 		return fmt.Errorf("%w: subscribing the new consumer to %v: %w", engine.ErrFatal, g.topics, err)

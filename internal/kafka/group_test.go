@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"context"
-	"github.com/offloader/offloader/internal/kafka/client"
-	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline/engine"
 )

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
-	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/dlt"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"

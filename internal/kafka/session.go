@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/memory"
 	"github.com/offloader/offloader/pipeline"
 	"github.com/offloader/offloader/pipeline/engine"
@@ -139,7 +139,7 @@ func Connect(ctx context.Context, p client.Pipeline, plan memory.Plan, log *zap.
 		producer.Close()
 		return nil, nil, fmt.Errorf("creating the consumer: %w", err)
 	}
-	go client.LogClient(log, consumer.Logs(), s.away)
+	go client.Log(log, consumer.Logs(), s.away)
 	s.producer = producer
 	s.group = &Group{c: consumer, p: p, plan: plan, log: log, explain: s.fatalError, away: s.away, stop: ctx.Done(), lookup: lookupPatience}
 	s.stopWatch = make(chan struct{})
@@ -157,7 +157,7 @@ func (s *Session) newProducer(ctx context.Context) (*kafka.Producer, error) {
 	}
 	s.producerLog = newRetiredLog(s.log)
 	go s.logEvents(producer, s.producerLog.Logger)
-	go client.LogClient(s.producerLog.Logger, producer.Logs(), s.away)
+	go client.Log(s.producerLog.Logger, producer.Logs(), s.away)
 	initCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	deadline, _ := initCtx.Deadline()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/pipeline/engine"
 )
 

@@ -273,5 +273,5 @@ func (e *Engine) settled(ctx context.Context, p *pendingCommit, out outcome, err
 	}
 	var abort *AbortError
 	errors.As(err, &abort)
-	return true, e.recover(ctx, abort, out, p.start, rewind)
+	return true, e.recover(ctx, abort, p.start, rewind)
 }

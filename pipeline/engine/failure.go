@@ -161,7 +161,7 @@ func (e *Engine) produceFailed(ctx context.Context, err error) error {
 	var abort *AbortError
 	switch {
 	case errors.As(err, &abort):
-		return e.recover(ctx, abort, ended(err), nil, true)
+		return e.recover(ctx, abort, nil, true)
 	case dlt.Classify(err) == dlt.TransientStore || dlt.Classify(err) == dlt.Canceled:
 		return e.batchFailed(ctx, err)
 	default:
@@ -219,8 +219,8 @@ func (e *Engine) batchFailed(ctx context.Context, err error) error {
 // recover aborts the open transaction after abort, a failure that requires
 // it, and, with rewind, seeks back to start (and to the start of the batch
 // in hand), drops the batch and waits as the policy says, or stops. This is
-// where a transaction's outcome (out: aborted or unsure) decides the rewind.
-func (e *Engine) recover(ctx context.Context, abort *AbortError, out outcome, start []Offset, rewind bool) error {
+// where a transaction's outcome (aborted or unsure) decides the rewind.
+func (e *Engine) recover(ctx context.Context, abort *AbortError, start []Offset, rewind bool) error {
 	inARow := e.txn.abortedAgain()
 	e.m.Aborted()
 	e.log.Warn("transaction aborted; reprocessing the batch", zap.Error(abort.Err), zap.Int("consecutive_aborts", inARow))
@@ -230,7 +230,7 @@ func (e *Engine) recover(ctx context.Context, abort *AbortError, out outcome, st
 	if !rewind {
 		return nil // the partitions are being revoked: their next owner resumes
 	}
-	if out == unsure {
+	if ended(abort) == unsure {
 		// The new producer's initialisation settled the transaction either
 		// way, so the group's committed offsets say where to resume.
 		var err error

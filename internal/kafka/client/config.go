@@ -9,7 +9,7 @@
 // the pipeline file.
 //
 //	c, err := kafka.NewConsumer(client.ConsumerConfig(p, plan))
-//	go client.LogClient(log, c.Logs(), away)
+//	go client.Log(log, c.Logs(), away)
 package client
 
 import (
@@ -107,7 +107,7 @@ func ProducerConfig(p Pipeline, plan memory.Plan) *kafka.ConfigMap {
 		"enable.idempotence": true,
 		// Nothing reads delivery reports: a failed delivery fails the commit.
 		"go.delivery.reports": false,
-		// librdkafka's log goes to the pipeline's logger (LogClient).
+		// librdkafka's log goes to the pipeline's logger (Log).
 		"go.logs.channel.enable": true,
 		// The client's defaults are channels of a million slots, 23 MB of
 		// pointers the garbage collector scans every cycle. Events (client

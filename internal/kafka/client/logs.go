@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// LogClient writes a client's librdkafka log (go.logs.channel.enable) to log
+// Log writes a client's librdkafka log (go.logs.channel.enable) to log
 // until the client closes: one stream, in the pipeline's log format, instead
 // of librdkafka's own lines on stderr.
 //
@@ -23,7 +23,7 @@ import (
 // away tracks the Outages the clients of one instance share (its consumer,
 // its producer and the producers that replace it), so that a broker's
 // outage is said once for all of them; nil: the client's own.
-func LogClient(log *zap.Logger, events chan kafka.LogEvent, away *Outages) {
+func Log(log *zap.Logger, events chan kafka.LogEvent, away *Outages) {
 	var once Repeats
 	if away == nil {
 		away = &Outages{}
@@ -104,7 +104,7 @@ func (o *Outages) begins(broker string, now time.Time) bool {
 }
 
 // Transient reports whether a client error event only says that brokers
-// are away: librdkafka's log says so too (LogClient logs it once per
+// are away: librdkafka's log says so too (Log logs it once per
 // outage), so the event adds nothing but a second line.
 func Transient(e kafka.Error) bool {
 	return !e.IsFatal() && (e.Code() == kafka.ErrTransport || e.Code() == kafka.ErrAllBrokersDown)

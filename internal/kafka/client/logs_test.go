@@ -69,13 +69,13 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 	events, consumer := make(chan kafka.LogEvent, 16), make(chan kafka.LogEvent, 1)
 	done := make(chan struct{})
 	away := &Outages{}
-	go func() { LogClient(zap.New(core), consumer, away); close(done) }()
+	go func() { Log(zap.New(core), consumer, away); close(done) }()
 	consumer <- kafka.LogEvent{Name: "rdkafka#consumer-2", Tag: "FAIL", Level: 3,
 		Message: "127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after 1ms in state CONNECT)"}
 	close(consumer)
 	<-done
 	done = make(chan struct{})
-	go func() { LogClient(zap.New(core), events, away); close(done) }()
+	go func() { Log(zap.New(core), events, away); close(done) }()
 	for i := range 5 {
 		events <- kafka.LogEvent{Name: "rdkafka#producer-1", Tag: "FAIL", Level: 3,
 			Message: fmt.Sprintf("127.0.0.1:19092/1: Connect to ipv4#127.0.0.1:19092 failed: Connection refused (after %dms in state CONNECT)", i)}

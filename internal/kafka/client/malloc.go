@@ -28,7 +28,7 @@ func LimitMallocArenas() bool {
 	return C.mallopt(C.M_ARENA_MAX, mallocArenas) == 1
 }
 
-// ClientHeap is the memory glibc's malloc has handed out and not yet taken
+// Heap is the memory glibc's malloc has handed out and not yet taken
 // back, over every arena and every chunk it mapped on its own: librdkafka's
 // (the prefetched records and the fetch responses they live in,
 // decompressed batches, the produce queue, its buffers). The Go runtime
@@ -37,7 +37,7 @@ func LimitMallocArenas() bool {
 //
 // mallinfo2 walks the arenas' free lists under their locks: some
 // microseconds, for a reading every few milliseconds at most.
-func ClientHeap() (bytes int64, ok bool) {
+func Heap() (bytes int64, ok bool) {
 	mi := C.mallinfo2()
 	return int64(mi.uordblks + mi.hblkhd), true
 }

@@ -3,13 +3,13 @@ package kadmin
 import (
 	"context"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"strconv"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/limits"
 )
 

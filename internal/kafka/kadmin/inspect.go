@@ -3,13 +3,13 @@ package kadmin
 import (
 	"context"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"strconv"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/limits"
 	"github.com/offloader/offloader/pipeline/engine"
 )
@@ -110,7 +110,7 @@ func adminClient(c client.Client, log *zap.Logger) (admin, error) {
 	if err != nil {
 		return admin{}, fmt.Errorf("creating the admin client: %w", err)
 	}
-	go client.LogClient(log, producer.Logs(), nil)
+	go client.Log(log, producer.Logs(), nil)
 	a, err := kafka.NewAdminClientFromProducer(producer)
 	if err != nil {
 		producer.Close()

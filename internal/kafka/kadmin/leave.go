@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"os"
 	"strings"
 
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/offloader/offloader/internal/kafka/client"
 )
 
 // RemoveStaticMember takes this instance's static membership out of the

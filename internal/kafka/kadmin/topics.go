@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/offloader/offloader/internal/kafka/client"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/zap"
 
+	"github.com/offloader/offloader/internal/kafka/client"
 	"github.com/offloader/offloader/pipeline"
 )
 

@@ -2,9 +2,6 @@ package reader
 
 import (
 	"context"
-	"github.com/offloader/offloader/internal/kafka/client"
-	"github.com/offloader/offloader/internal/kafka/kadmin"
-	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/offloader/offloader/gc"
+	"github.com/offloader/offloader/internal/kafka/client"
+	"github.com/offloader/offloader/internal/kafka/kadmin"
+	"github.com/offloader/offloader/internal/kafka/kfaketest"
 	"github.com/offloader/offloader/stores"
 	"github.com/offloader/offloader/stores/filesystem"
 )
