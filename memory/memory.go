@@ -172,3 +172,8 @@ func (g *Gauge) Full() bool {
 	g.last = n
 	return g.full
 }
+
+// Unasked starts the series again: the next reading is the first, so that
+// growth is always between readings one ask apart, never against one left
+// from before a run of records the engine did not ask for.
+func (g *Gauge) Unasked() { g.last = 0 }

@@ -105,3 +105,24 @@ func TestTheGaugeSaysFullWhileTheClientsKeepFetchingPastTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// Growth counts only between readings one ask apart: after an ask the
+// engine let pass, a reading over the limit is the first of a new series,
+// even over one from before.
+func TestTheGaugeStartsAgainAfterAnAskLetPass(t *testing.T) {
+	var inUse int64
+	g := &Gauge{InUse: func() int64 { return inUse }, Limit: 100 * mib}
+	inUse = 110 * mib
+	if g.Full() {
+		t.Fatal("full at the first reading")
+	}
+	g.Unasked()
+	inUse = 150 * mib
+	if g.Full() {
+		t.Error("full at the first reading after an ask let pass, against the reading before it")
+	}
+	inUse = 160 * mib
+	if !g.Full() {
+		t.Error("not full at the second reading of a series growing past the limit")
+	}
+}

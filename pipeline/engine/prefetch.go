@@ -22,8 +22,13 @@ import (
 // while the memory is really held.
 type PrefetchBound interface {
 	// Full reports whether the consumer holds more than its share now. It
-	// is asked every prefetchEvery at most, from the poll goroutine.
+	// is asked every prefetchEvery at most, from the poll goroutine, and
+	// only while its answer can pause or resume the source.
 	Full() bool
+	// Unasked says the engine let an ask pass (the records polled were
+	// mostly values, which librdkafka's own byte bound holds): a series of
+	// readings starts again at the next ask.
+	Unasked()
 }
 
 // prefetchEvery is how often the loop asks the PrefetchBound: a fetch
@@ -67,17 +72,25 @@ func (e *Engine) boundPrefetch() error {
 		return nil
 	}
 	p.asked = e.now
-	// The bound is read at every ask (its readings are a series: whether
-	// memory grows), but the source pauses for it only while the records
-	// polled are mostly what librdkafka's byte bound does not count:
-	// otherwise that bound holds the prefetch, and memory over the share is
-	// a fetch response being consumed (a compressed batch decompressed
-	// whole), which a pause would only drop to fetch and decompress again.
-	full := p.bound.Full()
+	// The source pauses for the bound only while the records polled are
+	// mostly what librdkafka's byte bound does not count: otherwise that
+	// bound holds the prefetch, and memory over the share is a fetch
+	// response being consumed (a compressed batch decompressed whole),
+	// which a pause would only drop to fetch and decompress again. So the
+	// bound is read only while the source is paused for it or could be:
+	// a reading of the clients' heap walks every free chunk of malloc's
+	// arenas under their locks, and read every 5 ms beside 1 KiB records
+	// it took 7% of the process's CPU and held librdkafka's threads at
+	// those locks (the release guard's W1, docs/benchmarks.md).
 	uncounted := p.uncounted > p.counted
 	p.counted, p.uncounted = 0, 0
+	if !uncounted && !p.full {
+		p.bound.Unasked()
+		return nil
+	}
+	full := p.bound.Full()
 	switch {
-	case full && !p.full && uncounted:
+	case full && !p.full:
 		p.full = true
 		e.m.PrefetchPaused()
 		if !p.warned {
