@@ -22,7 +22,8 @@ import (
 // builds from the newest release tag or RELEASE=<rev>), on the same broker,
 // records and stores, taking turns round by round (the earlier version first
 // in even rounds, this one in odd rounds), each run a fresh process timed
-// from its exec to the commit of its last record. Every workload runs on a
+// from its exec to the commit of its last record, after one untimed run of
+// this tree's has warmed the broker (warmBroker). Every workload runs on a
 // quiet machine and beside busy processes on every core (three per core, at
 // normal priority), unless RELEASE_GUARD_LOAD says quiet or busy. (Not
 // OFFLOADER_*: those reach the daemons as settings.)
@@ -51,6 +52,7 @@ func BenchmarkRelease(b *testing.B) {
 		loads = strings.Split(v, ",")
 	}
 	current := offloaderBinary(b)
+	warmBroker(b)
 	for _, load := range loads {
 		if load != "quiet" && load != "busy" {
 			b.Fatalf("RELEASE_GUARD_LOAD=%q: want quiet, busy or quiet,busy", load)
