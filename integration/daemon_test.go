@@ -32,7 +32,9 @@ var (
 )
 
 // offloaderBinary builds cmd/offloader once per test run: the daemon runs as a
-// real process so that tests can kill -9 it.
+// real process so that tests can kill -9 it. It is built as make build and
+// scripts/release-build.sh build it (-trimpath, no symbol table): the release
+// guard compares it with an earlier version built that way.
 func offloaderBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -42,7 +44,7 @@ func offloaderBinary(t testing.TB) string {
 			return
 		}
 		binary = filepath.Join(dir, "offloader")
-		out, err := command("go", "build", "-o", binary, "../cmd/offloader").CombinedOutput()
+		out, err := command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, "../cmd/offloader").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
