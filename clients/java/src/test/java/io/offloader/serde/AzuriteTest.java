@@ -78,6 +78,12 @@ class AzuriteTest {
         store.put("k/big", new byte[1000], Map.of());
         PointerException big = assertThrows(PointerException.class, () -> store.get("k/big", 999));
         assertEquals(PointerException.Reason.CHECKSUM, big.reason());
+        assertTrue(big.getMessage().contains("holds 1000 bytes, more than the 999 expected"), big.getMessage());
+        // Smaller than the pointer says, or empty (no range of it exists): the
+        // bytes there are, for the resolver's size check to refuse.
+        assertEquals(1000, store.get("k/big", 4096).length);
+        store.put("k/empty", new byte[0], Map.of());
+        assertEquals(0, store.get("k/empty", 10).length);
 
         // A read-only SAS: a put is refused for good, not retried.
         String sas = client.generateSas(new BlobServiceSasSignatureValues(OffsetDateTime.now().plusHours(1), new BlobContainerSasPermission().setReadPermission(true)));
