@@ -86,7 +86,11 @@ public class AzureBlobStore implements PayloadStore {
         // and the payload is copied once out of the client's buffers.
         // BlobInputStream collected each range into a growing buffer and copied it
         // twice more: a sixth of the prefetching reader's samples on Azurite
-        // (docs/benchmarks.md, "The readers against Azurite").
+        // (docs/benchmarks.md, "The readers against Azurite"). The array is
+        // the pointer's stored_size before the blob's length is known: a
+        // pointer that claims more than its blob holds that much for one GET,
+        // within large.message.max.bytes and the prefetch's byte bound, which
+        // count the claimed size.
         Sink out = new Sink((int) Math.min(limit, Integer.MAX_VALUE - 8));
         long size;
         try {
