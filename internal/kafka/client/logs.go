@@ -47,7 +47,11 @@ func Log(log *zap.Logger, events chan kafka.LogEvent, away *Outages) {
 		if ce == nil {
 			continue
 		}
-		if log, suppressed := once.Say(ev.Tag + " " + msg); log {
+		// Debug lines (librdkafka's debug property) are asked for, and read
+		// for their figures: each is logged.
+		if level == zapcore.DebugLevel {
+			ce.Write(zap.String("kafka_client", ev.Name), zap.String("tag", ev.Tag))
+		} else if log, suppressed := once.Say(ev.Tag + " " + msg); log {
 			ce.Write(zap.String("kafka_client", ev.Name), zap.String("tag", ev.Tag), zap.Int("repeated_since_last_logged", suppressed))
 		}
 	}

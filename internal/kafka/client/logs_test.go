@@ -118,3 +118,21 @@ func TestABrokerAwayIsOneWarningPerOutage(t *testing.T) {
 		t.Error("an outage does not begin, go on and end as outageQuiet says")
 	}
 }
+
+// librdkafka's debug lines (the kafka.consumer or kafka.producer debug
+// property) are each logged: they are asked for, and lines alike but for
+// their figures (a partition's fetch decisions, offsets and queue lengths)
+// are what they are read for.
+func TestDebugLinesAreEachLogged(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	events := make(chan kafka.LogEvent, 8)
+	for i := range 5 {
+		events <- kafka.LogEvent{Name: "rdkafka#consumer-1", Tag: "FETCH", Level: 7,
+			Message: fmt.Sprintf("127.0.0.1:19092/1: Topic raw [5] in state active at offset %d (%d/8192 msgs queued) is not fetchable: queued.min.messages exceeded", 5491, 8000+i)}
+	}
+	close(events)
+	Log(zap.New(core), events, nil)
+	if n := logs.FilterMessageSnippet("is not fetchable").Len(); n != 5 {
+		t.Fatalf("%d of 5 debug lines logged, want each", n)
+	}
+}
