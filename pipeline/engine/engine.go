@@ -106,6 +106,7 @@ type Engine struct {
 	in       intake      // what the engine keeps of the records it takes in
 	operator operator    // an operator's pause and resume
 	board    statusBoard // the status reporter
+	turns    turns       // a turn for a partition the others' fetches leave out
 }
 
 // Run consumes until ctx ends, a bounded run reaches its end, or a fatal
@@ -113,6 +114,7 @@ type Engine struct {
 // ShutdownTimeout, leaves the group and returns. The Session is closed too.
 func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 	e.ledger, e.retries, e.in.consumed = newLedger(e.src), inPlace{failures: map[Offset]int{}}, consumed{next: map[Partition]*int64{}}
+	e.turns = newTurns()
 	e.figures.report.Committed = map[Partition]int64{}
 	if e.opts.Until != nil {
 		e.run.until = map[Partition]int64{}
@@ -211,7 +213,9 @@ func (e *Engine) Run(ctx context.Context) (rep Report, err error) {
 		if err := e.settleIdle(work); err != nil {
 			return rep, err
 		}
-		e.updateLag()
+		if err := e.updateLag(); err != nil {
+			return rep, err
+		}
 		e.progress()
 	}
 	e.log.Info("stopping: committing the batch in hand", zap.Int("records", e.batch.len))
@@ -279,6 +283,11 @@ func (e *Engine) pollOnce() error {
 	}
 	if err != nil || rec == nil {
 		return err
+	}
+	if !e.turns.began.IsZero() {
+		if err := e.read(Partition{Topic: rec.Topic, Partition: rec.Partition}); err != nil {
+			return err
+		}
 	}
 	if e.in.rules.RetryTopics[rec.Topic] {
 		if hold, err := e.holdUntilDue(rec); hold || err != nil {
@@ -451,11 +460,12 @@ func (e *Engine) resumeEnded() error {
 const lagEvery = 5 * time.Second
 
 // updateLag refreshes the consumer lag gauge from the end offsets, the
-// partitions' standstills (stalls) and the status, every lagEvery.
-// (librdkafka's committed-offset statistics go stale under EOS.)
-func (e *Engine) updateLag() {
+// partitions' standstills (stalls), their turns (giveTurns) and the status,
+// every lagEvery. (librdkafka's committed-offset statistics go stale under
+// EOS.)
+func (e *Engine) updateLag() error {
 	if e.now.Sub(e.figures.lagAt) < lagEvery {
-		return
+		return nil
 	}
 	e.figures.lagAt = e.now
 	// Figures that cannot be read now (a broker away) leave the last ones:
@@ -463,6 +473,7 @@ func (e *Engine) updateLag() {
 	e.refreshLag()
 	e.lookForStalls()
 	e.publish()
+	return e.giveTurns()
 }
 
 // refreshLag reads the partitions' positions and end offsets.

@@ -23,6 +23,9 @@ const (
 	// byIntake: the partition holds more than its share of commit.max_bytes
 	// while the batch nears it (boundIntake).
 	byIntake
+	// byTurn: another partition, not read for turnAfter, has its turn
+	// (giveTurns).
+	byTurn
 )
 
 // ledger is why each partition is paused. The consumer is asked to pause a

@@ -50,6 +50,11 @@ func (e *Engine) Revoked(parts []Partition, lost bool) error {
 	e.assigned = slices.DeleteFunc(e.assigned, func(p Partition) bool { return slices.Contains(parts, p) })
 	e.ledger.forget(parts) // whoever gets them pauses them again
 	e.forgetPartitions(parts)
+	if e.turns.forget(parts); !e.turns.began.IsZero() && len(e.turns.waiting) == 0 {
+		if err := e.endTurn(); err != nil && e.fatal == nil {
+			e.fatal = err
+		}
+	}
 	e.pause.revoked(parts)
 	e.m.Ready(len(e.assigned) > 0)
 	e.publish()
