@@ -32,6 +32,10 @@ type Group struct {
 	// topics are the topics subscribed to, assigned the partitions held.
 	topics   []string
 	assigned []kafka.TopicPartition
+	// starts are where the partitions the group had no committed offset
+	// for were assigned to start (startNew), until a record of theirs is
+	// read or they are sought (Positions).
+	starts map[engine.Partition]int64
 	// rejoined is when a fenced consumer was last replaced (rejoin), and
 	// refreshed when topic metadata was last asked for (refreshMetadata).
 	rejoined, refreshed time.Time
@@ -137,7 +141,15 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		if cooperative {
 			g.assigned = append(g.assigned, e.Partitions...)
 		} else {
-			g.assigned = e.Partitions
+			g.assigned, g.starts = e.Partitions, nil
+		}
+		for _, tp := range e.Partitions {
+			if tp.Offset >= 0 {
+				if g.starts == nil {
+					g.starts = map[engine.Partition]int64{}
+				}
+				g.starts[engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}] = int64(tp.Offset)
+			}
 		}
 		if err := g.rb.Assigned(partitions(e.Partitions)); err != nil {
 			g.fail(err)
@@ -145,6 +157,9 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 	case kafka.RevokedPartitions:
 		if err := g.rb.Revoked(partitions(e.Partitions), c.AssignmentLost()); err != nil {
 			g.fail(err)
+		}
+		for _, p := range partitions(e.Partitions) {
+			delete(g.starts, p)
 		}
 		g.assigned = slices.DeleteFunc(g.assigned, func(tp kafka.TopicPartition) bool {
 			return slices.ContainsFunc(e.Partitions, func(r kafka.TopicPartition) bool { return r.Partition == tp.Partition && *r.Topic == *tp.Topic })
@@ -349,6 +364,9 @@ func (g *Group) Seek(offsets []engine.Offset) error {
 	for i, o := range offsets {
 		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
 	}
+	for _, o := range offsets {
+		delete(g.starts, o.Partition)
+	}
 	res, err := g.c.SeekPartitions(tps)
 	if err != nil {
 		return err
@@ -362,10 +380,26 @@ func (g *Group) Seek(offsets []engine.Offset) error {
 }
 
 // Positions are the consumer's next offsets of those of parts that have one.
+// librdkafka knows a partition's position once it has handed out a record
+// of it; before, a partition the group had no committed offset for stands
+// where it was assigned to start (source.start_from), so that its lag is
+// known, and a partition that is never read shows as one
+// (offloader_partition_stalled_seconds, the engine's turns).
 func (g *Group) Positions(parts []engine.Partition) ([]engine.Offset, error) {
 	tps, err := g.c.Position(topicPartitions(parts))
 	if err != nil {
 		return nil, err
+	}
+	for i, tp := range tps {
+		p := engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}
+		start, ok := g.starts[p]
+		switch {
+		case !ok:
+		case tp.Error == nil && tp.Offset >= 0:
+			delete(g.starts, p) // read from
+		default:
+			tps[i].Offset, tps[i].Error = kafka.Offset(start), nil
+		}
 	}
 	return offsets(tps), nil
 }

@@ -190,15 +190,62 @@ func countRecords(read map[int32][]int64) int {
 	return n
 }
 
+// A partition the group had no committed offset for stands where
+// source.start_from put it until a record of it is read, so that its lag is
+// known (librdkafka knows no position before): here 5 records each, from
+// latest, at offset 5; once a sixth is read, at 6.
+func TestAPartitionNotReadYetStandsWhereItStarts(t *testing.T) {
+	_, bootstrap := kfaketest.StartCluster(t, "raw", "slim")
+	kfaketest.Produce(t, bootstrap, 5)
+	g, rb := subscribe(t, context.Background(), bootstrap, "latest", lookupPatience, func(p *client.Pipeline) { p.StartFrom.Latest = true })
+	for deadline := time.Now().Add(time.Minute); rb.assignedCount() < 3; {
+		if _, err := g.Poll(100 * time.Millisecond); err != nil || time.Now().After(deadline) {
+			t.Fatalf("3 partitions not assigned within a minute (%d): %v", rb.assignedCount(), err)
+		}
+	}
+	parts := []engine.Partition{{Topic: "raw", Partition: 0}, {Topic: "raw", Partition: 1}, {Topic: "raw", Partition: 2}}
+	at := func() map[int32]int64 {
+		positions, err := g.Positions(parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]int64{}
+		for _, o := range positions {
+			out[o.Partition.Partition] = o.Offset
+		}
+		return out
+	}
+	if got := at(); len(got) != 3 || got[0] != 5 || got[1] != 5 || got[2] != 5 {
+		t.Fatalf("positions before a record is read: %v, want offset 5 of each partition", got)
+	}
+	kfaketest.Produce(t, bootstrap, 1)
+	read := 0
+	for deadline := time.Now().Add(time.Minute); read < 3; {
+		rec, err := g.Poll(100 * time.Millisecond)
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("%d of 3 new records read within a minute: %v", read, err)
+		}
+		if rec != nil {
+			read++
+		}
+	}
+	if got := at(); len(got) != 3 || got[0] != 6 || got[1] != 6 || got[2] != 6 {
+		t.Fatalf("positions once a record of each was read: %v, want offset 6 of each partition", got)
+	}
+}
+
 // subscribe connects a pipeline reading raw with the given lookup patience
-// and subscribes its group.
-func subscribe(t *testing.T, ctx context.Context, bootstrap, name string, lookup patience) (*Group, *assignments) {
+// (and options set) and subscribes its group.
+func subscribe(t *testing.T, ctx context.Context, bootstrap, name string, lookup patience, set ...func(*client.Pipeline)) (*Group, *assignments) {
 	t.Helper()
 	p := client.Pipeline{
 		Name: name, TransactionalID: "offloader-" + name,
 		Client:       client.Client{Bootstrap: bootstrap, Consumer: map[string]string{"enable.metrics.push": "false"}, Producer: map[string]string{"enable.metrics.push": "false"}},
 		SourceTopics: []string{"raw"}, Group: "offloader-" + name,
 		SlimTopic: "slim",
+	}
+	for _, f := range set {
+		f(&p)
 	}
 	group, session, err := Connect(ctx, p, memory.Split(256<<20, 1, 8, 1<<20), zap.NewNop(), SessionMetrics{Replaced: &counter{}})
 	if err != nil {
