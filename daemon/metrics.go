@@ -79,3 +79,7 @@ func (e engineMetrics) Uploads(inFlight, waiting int) {
 }
 
 func (e engineMetrics) PrefetchPaused() { e.m.PrefetchPauses.Inc() }
+
+func (e engineMetrics) Turned(p pipeline.Partition) {
+	e.m.Turns.WithLabelValues(p.Topic, strconv.Itoa(int(p.Partition))).Inc()
+}

@@ -57,7 +57,10 @@ type Metrics struct {
 	UploadsInFlight, UploadsWaiting prometheus.Gauge
 	// PrefetchPauses counts the pauses of the source while the Kafka
 	// clients held more than their share of memory.in_flight.
-	PrefetchPauses    prometheus.Counter
+	PrefetchPauses prometheus.Counter
+	// Turns counts the turns a partition had: the others paused until a
+	// record of it was read (engine.Metrics.Turned).
+	Turns             *prometheus.CounterVec
 	ready, healthy    atomic.Bool
 	lastProgressNanos atomic.Int64
 	pipeline          string
@@ -119,6 +122,10 @@ func NewMetrics(pipeline string) *Metrics {
 			Namespace: "offloader", Name: "partition_stalled_seconds", Help: "Seconds a partition this instance holds has had lag without its position or committed offset moving (0 while it moves, has no lag, or the pipeline is paused), refreshed every 5 s; a series for every partition held.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
 		}, []string{"topic", "partition"}),
+		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "offloader", Name: "partition_turns_total", Help: "Turns a partition this instance holds had: with lag and no record read for 10 s while others were read (the consumer's fetch responses filled by other partitions of its broker), the others paused until a record of it was read.",
+			ConstLabels: prometheus.Labels{"pipeline": pipeline},
+		}, []string{"topic", "partition"}),
 		SourcePartitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "offloader", Name: "source_partitions", Help: "Partitions of each source topic (raw and retry topics) at start: the group's instances hold as many between them (count of offloader_partition_stalled_seconds) unless some are unowned.",
 			ConstLabels: prometheus.Labels{"pipeline": pipeline},
@@ -144,7 +151,7 @@ func NewMetrics(pipeline string) *Metrics {
 		Namespace: "offloader", Name: "uploads_waiting", Help: "Records waiting for an upload slot (memory.max_uploads) or for room in the uploads' share of memory.in_flight: above 0 for long, the store's latency bounds the pipeline.",
 		ConstLabels: prometheus.Labels{"pipeline": pipeline},
 	})
-	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.PartitionStalled, m.SourcePartitions, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.UploadsInFlight, m.UploadsWaiting, m.DeadLettered)
+	reg.MustRegister(m.StoreLatency, m.TxnLatency, m.ConsumerLag, m.PartitionStalled, m.Turns, m.SourcePartitions, m.Paused, m.SlowStoreCalls, m.TxnCallSeconds, m.UploadsInFlight, m.UploadsWaiting, m.DeadLettered)
 	m.healthy.Store(true)
 	m.Progress(time.Now())
 	return m

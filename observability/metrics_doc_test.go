@@ -19,6 +19,7 @@ func TestTheMetricsAreTheDocumentedOnes(t *testing.T) {
 	m.StoreLatency.WithLabelValues("blob", "put").Observe(0.01)
 	m.ConsumerLag.WithLabelValues("raw", "0").Set(1)
 	m.PartitionStalled.WithLabelValues("raw", "0").Set(0)
+	m.Turns.WithLabelValues("raw", "0").Inc()
 	m.SourcePartitions.WithLabelValues("raw").Set(1)
 	m.DeadLettered.WithLabelValues("transform").Inc()
 	families, err := m.Registry.Gather()

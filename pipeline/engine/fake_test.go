@@ -349,10 +349,11 @@ type fakeMetrics struct {
 	paused                                 map[string]string // by whom, why
 	uploadsSeen                            bool              // Uploads was reported
 	prefetchPauses                         int
+	turns                                  map[Partition]int
 }
 
 func newFakeMetrics() *fakeMetrics {
-	return &fakeMetrics{deadLettered: map[string]int{}, lag: map[Partition]int64{}, stalled: map[Partition]time.Duration{}, paused: map[string]string{}}
+	return &fakeMetrics{deadLettered: map[string]int{}, lag: map[Partition]int64{}, stalled: map[Partition]time.Duration{}, paused: map[string]string{}, turns: map[Partition]int{}}
 }
 
 func (m *fakeMetrics) Ready(ready bool)   { m.mu.Lock(); m.ready = ready; m.mu.Unlock() }
@@ -400,6 +401,7 @@ func (m *fakeMetrics) Paused(by, reason string) { m.mu.Lock(); m.paused[by] = re
 func (m *fakeMetrics) Resumed(by string)        { m.mu.Lock(); delete(m.paused, by); m.mu.Unlock() }
 func (m *fakeMetrics) Uploads(int, int)         { m.mu.Lock(); m.uploadsSeen = true; m.mu.Unlock() }
 func (m *fakeMetrics) PrefetchPaused()          { m.mu.Lock(); m.prefetchPauses++; m.mu.Unlock() }
+func (m *fakeMetrics) Turned(p Partition)       { m.mu.Lock(); m.turns[p]++; m.mu.Unlock() }
 
 // get reads one figure under the lock.
 func (m *fakeMetrics) get(f func(*fakeMetrics) int) int {

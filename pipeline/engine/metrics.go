@@ -34,6 +34,9 @@ type Metrics interface {
 	// PrefetchPaused: the source was paused while the consumer held more
 	// than its share of memory (PrefetchBound).
 	PrefetchPaused()
+	// Turned: p had a turn (giveTurns): the others paused until a record of
+	// it was read.
+	Turned(p Partition)
 }
 
 // Transaction is what one committed transaction held.
@@ -67,3 +70,4 @@ func (noMetrics) Paused(string, string)            {}
 func (noMetrics) Resumed(string)                   {}
 func (noMetrics) Uploads(int, int)                 {}
 func (noMetrics) PrefetchPaused()                  {}
+func (noMetrics) Turned(Partition)                 {}

@@ -109,9 +109,12 @@ func (e *Engine) giveTurns() error {
 	if len(others) == 0 {
 		return nil
 	}
-	e.log.Info("partitions with lag had no record read while others were: the others pause until a record of each is read (a broker's fetch responses were filled by its other partitions)",
+	e.log.Info("partitions with lag had no record read while others were: the others pause until a record of each is read (a broker's fetch responses were filled by its other partitions; offloader_partition_turns_total counts the turns)",
 		zap.Stringers("partitions", unread), zap.Duration("unread_for", turnAfter), zap.Stringers("paused", others))
 	t.waiting, t.began = unread, e.now
+	for _, p := range unread {
+		e.m.Turned(p)
+	}
 	if err := e.ledger.pause(others, byTurn); err != nil {
 		return fmt.Errorf("%w: pausing %v for a turn of %v: %w", ErrFatal, others, unread, err)
 	}

@@ -75,5 +75,8 @@ func TestAPartitionLeftOutOfTheFetchesGetsTurns(t *testing.T) {
 	if n := logs.FilterMessageSnippet("had no record read while others were").Len(); n != pauses {
 		t.Errorf("%d turns logged, want %d", n, pauses)
 	}
+	if n := h.m.get(func(m *fakeMetrics) int { return m.turns[p1] }); n != pauses || len(h.m.turns) != 1 {
+		t.Errorf("offloader_partition_turns_total: %v, want %d for %s alone", h.m.turns, pauses, p1)
+	}
 	h.exactlyOnce(map[Partition]int{p0: backlog, p1: few})
 }
