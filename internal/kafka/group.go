@@ -363,9 +363,7 @@ func (g *Group) Seek(offsets []engine.Offset) error {
 	tps := make([]kafka.TopicPartition, len(offsets))
 	for i, o := range offsets {
 		tps[i] = kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition.Partition, Offset: kafka.Offset(o.Offset)}
-	}
-	for _, o := range offsets {
-		delete(g.starts, o.Partition)
+		delete(g.starts, o.Partition) // it stands where it is sought
 	}
 	res, err := g.c.SeekPartitions(tps)
 	if err != nil {
