@@ -17,18 +17,19 @@ import (
 // response, and the others of its broker got nothing. On a 3-node cluster a
 // partition went unread for minutes once a leader change put it behind a
 // backlogged partition of the same instance. Here 3 partitions of one
-// broker hold 8,000 records of 1,000 bytes each (a response is 2 MiB, some
-// 2,000 of them, at a 16 MiB budget), read at a transaction per record:
-// every one has records committed before any has 5,000 (the engine's
-// turns: a partition with lag not read for 10 s while others are gets the
-// fetches to itself until a record of it is read); without turns the
-// others got their first records once the first had a response's worth
-// left, at 6,000. The daemon then stops, and the
+// broker hold 12,000 records of 1,000 bytes each (a response is 2 MiB, some
+// 2,000 of them, at a 16 MiB budget), read at a transaction per record
+// (some 30 a second here): every one has records committed before any has
+// 9,000 (the engine's turns: a partition with lag not read for 10 s while
+// others are gets the fetches to itself until a record of it is read; here
+// the first had some 500); without turns the others got their first
+// records once the first had a response's worth left (with 8,000 each, the
+// first had 5,013 committed and the others none). The daemon then stops, and the
 // slim topic holds each partition's records below its committed offset,
 // once, in order.
 func TestEveryPartitionWithABacklogIsRead(t *testing.T) {
 	t.Parallel()
-	const partitions, each, starved = 3, 8000, 5000
+	const partitions, each, starved = 3, 12_000, 9000
 	raw, slim, group := uniqueName(t, "raw"), uniqueName(t, "slim"), uniqueName(t, "g")
 	createTopic(t, raw, partitions, nil)
 	createTopic(t, slim, partitions, nil)
