@@ -232,9 +232,17 @@ func TestThePrefetchBoundHoldsSixtyFourPayloadsOf16MiB(t *testing.T) {
 	}
 	close(stop)
 	<-sampled
-	// The bound, the record in hand and a 16 MiB fetch's buffer growing past its claim.
-	if limit := resolver.DefaultPrefetchBytes + 2*(16<<20); peak-base > uint64(limit) {
-		t.Errorf("the live heap grew by %d MiB reading 64 payloads of 16 MiB, over %d MiB (the 64 MiB bound and one record in hand)", (peak-base)>>20, limit>>20)
+	// The bound, the record in hand, the record before it, and half a
+	// payload for what is not a payload (the consumer, the 64 records, the
+	// resolver). The record before counts because the live heap is read at
+	// the end of a GC cycle, and a record dropped while a cycle marked is
+	// still counted live by that cycle: on a busy machine, where cycles
+	// take longer, 1 run in 5 read the bound, two records and some hundred
+	// KiB more, where a quiet one reads the bound and one record. Two
+	// payloads more in flight than the bound allows are over the limit, and
+	// resolving the poll at once (1 GiB) far over.
+	if limit := resolver.DefaultPrefetchBytes + 2*(16<<20) + 8<<20; peak-base > uint64(limit) {
+		t.Errorf("the live heap grew by %d MiB reading 64 payloads of 16 MiB, over %d MiB (the 64 MiB bound, the record in hand and the one before, and 8 MiB besides payloads)", (peak-base)>>20, limit>>20)
 	}
 	t.Logf("the live heap grew by at most %d MiB over %d MiB reading 1 GiB of payloads", (peak-base)>>20, base>>20)
 }
