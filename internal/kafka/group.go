@@ -93,8 +93,8 @@ func (g *Group) rejoin(cause kafka.Error) error {
 		if err := g.rb.Revoked(partitions(g.assigned), true); err != nil {
 			return err
 		}
-		g.assigned = nil
 	}
+	g.assigned, g.starts = nil, nil
 	old := g.c
 	g.ends.close()
 	go old.Close() // a fenced client may never finish leaving; the new one does not wait for it
@@ -143,14 +143,7 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		} else {
 			g.assigned, g.starts = e.Partitions, nil
 		}
-		for _, tp := range e.Partitions {
-			if tp.Offset >= 0 {
-				if g.starts == nil {
-					g.starts = map[engine.Partition]int64{}
-				}
-				g.starts[engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}] = int64(tp.Offset)
-			}
-		}
+		g.noteStarts(e.Partitions)
 		if err := g.rb.Assigned(partitions(e.Partitions)); err != nil {
 			g.fail(err)
 		}
@@ -176,6 +169,23 @@ func (g *Group) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 		}
 	}
 	return nil
+}
+
+// noteStarts keeps where the partitions of tps assigned at an offset
+// (startNew) start, and forgets an earlier start of the others: one taken
+// from a committed offset has none.
+func (g *Group) noteStarts(tps []kafka.TopicPartition) {
+	for _, tp := range tps {
+		p := engine.Partition{Topic: *tp.Topic, Partition: tp.Partition}
+		if tp.Offset < 0 {
+			delete(g.starts, p)
+			continue
+		}
+		if g.starts == nil {
+			g.starts = map[engine.Partition]int64{}
+		}
+		g.starts[p] = int64(tp.Offset)
+	}
 }
 
 // startNew sets where each source partition of tps that the group has no

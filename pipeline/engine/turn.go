@@ -56,15 +56,14 @@ func (t *turns) forget(parts []Partition) {
 }
 
 // giveTurns looks at the partitions' positions after a lag refresh. A turn
-// ends once no partition waits for it (read, or given up) or past
-// turnLimit. Otherwise, when some partition was read since the last look
+// ends past turnLimit, if no record of a partition waiting ended it first. Otherwise, when some partition was read since the last look
 // and another with lag, not paused and with nothing in hand, has had no
 // record read for turnAfter, the others not paused are paused (byTurn)
 // until a record of each such partition is read (read).
 func (e *Engine) giveTurns() error {
 	t := &e.turns
-	if !t.began.IsZero() {
-		if len(t.waiting) > 0 && e.now.Sub(t.began) < turnLimit {
+	if !t.began.IsZero() { // read and Revoked end a turn no partition waits for
+		if e.now.Sub(t.began) < turnLimit {
 			return nil
 		}
 		for _, p := range t.waiting {
